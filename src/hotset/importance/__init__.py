@@ -1,0 +1,1 @@
+"""hotset.importance."""

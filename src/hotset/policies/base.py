@@ -1,0 +1,163 @@
+"""The policy interface: pure, deterministic cache decisions.
+
+A policy sees one access at a time and answers with a :class:`Decision`. It does
+no I/O, reads no clock and starts no thread, so the simulator (virtual clock) and
+the real loader (real bytes) can drive the very same object and get the very
+same decisions. Everything a policy may depend on is given to it explicitly: the
+budget, a seed, the planned order of an epoch, the whole future (Belady), an
+importance snapshot.
+
+Hit accounting is explicit and never merged:
+
+* ``HIT`` -- an exact hit: the requested id is served from cache;
+* ``SUBSTITUTION`` -- another cached id is served in its place (Quiver, iCACHE's
+  L-cache); no storage read;
+* ``MISS`` -- the requested id is read from storage (cold misses included).
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.errors import HotsetError
+
+IntArray = npt.NDArray[np.int64]
+
+
+class Outcome(enum.IntEnum):
+    """What one access turned into (values are stable: they are stored in arrays)."""
+
+    HIT = 0
+    SUBSTITUTION = 1
+    MISS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The answer to one access.
+
+    ``served`` equals ``requested`` except for a substitution. ``admitted`` says
+    whether a missed id was placed in the cache; ``evicted`` lists the ids that
+    left the cache to make room, in eviction order.
+    """
+
+    requested: int
+    outcome: Outcome
+    served: int
+    admitted: bool = False
+    evicted: tuple[int, ...] = ()
+
+    @property
+    def storage_read(self) -> bool:
+        return self.outcome is Outcome.MISS
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A cache budget in bytes and/or items; both limits hold when both are given.
+
+    ``sizes[i]`` is the byte size of sample id ``i``. Without sizes every item
+    weighs one byte, so a byte budget and an item budget mean the same thing.
+    """
+
+    capacity_bytes: int | None = None
+    capacity_items: int | None = None
+    sizes: IntArray | None = None
+
+    def __post_init__(self) -> None:
+        if self.capacity_bytes is None and self.capacity_items is None:
+            raise HotsetError("budget: give capacity_bytes, capacity_items or both")
+        for name in ("capacity_bytes", "capacity_items"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int | np.integer) or value < 0):
+                raise HotsetError(f"budget: {name} must be a non-negative integer, got {value!r}")
+        if self.sizes is not None:
+            sizes = np.asarray(self.sizes)
+            if sizes.ndim != 1 or (sizes.size and sizes.min() < 0):
+                raise HotsetError("budget: sizes must be a 1-D array of non-negative byte counts")
+
+    def size_of(self, sid: int) -> int:
+        if self.sizes is None:
+            return 1
+        if sid >= len(self.sizes):
+            raise HotsetError(f"sample id {sid} has no size (sizes cover ids 0..{len(self.sizes) - 1})")
+        return int(self.sizes[sid])
+
+    def fits(self, used_bytes: int, used_items: int) -> bool:
+        """Whether a cache holding this much is within budget."""
+        if self.capacity_bytes is not None and used_bytes > self.capacity_bytes:
+            return False
+        return not (self.capacity_items is not None and used_items > self.capacity_items)
+
+    def can_ever_hold(self, sid: int) -> bool:
+        return self.fits(self.size_of(sid), 1)
+
+
+class Policy(ABC):
+    """Base class for cache policies. Subclasses implement :meth:`access`.
+
+    Subclasses keep ``used_bytes``/``used_items`` true at every step; the
+    property tests check ``budget.fits(used_bytes, used_items)`` after each access.
+    """
+
+    name: ClassVar[str] = "policy"
+    #: the policy must be given the whole future with :meth:`set_future`
+    needs_future: ClassVar[bool] = False
+
+    def __init__(self, budget: Budget, *, seed: int = 0) -> None:
+        self.budget = budget
+        self.seed = int(seed)
+        self.used_bytes = 0
+        self.used_items = 0
+        self.epoch = 0
+
+    # -- hooks the drivers call -------------------------------------------------
+    def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
+        """Called before the first access of an epoch, with its planned order if known."""
+        self.epoch = int(epoch)
+
+    def end_epoch(self) -> None:
+        """Called after the last access of an epoch."""
+
+    def set_future(self, trace: IntArray) -> None:
+        """Give the whole access sequence (offline policies); online ones ignore it."""
+
+    def update_importance(self, scores: npt.NDArray[np.float64], version: int = 0) -> None:
+        """Receive an importance snapshot (score per id); policies that ignore it may."""
+
+    @abstractmethod
+    def access(self, sid: int) -> Decision:
+        """Decide one access."""
+
+    @abstractmethod
+    def __contains__(self, sid: object) -> bool:
+        """Whether ``sid`` is resident."""
+
+    @abstractmethod
+    def resident(self) -> frozenset[int]:
+        """The resident ids (a copy)."""
+
+    def replay(self, trace: IntArray) -> npt.NDArray[np.int8]:
+        """Outcome per access for a whole trace; fast policies override this loop.
+
+        Overrides must return exactly what calling :meth:`access` in order would.
+        """
+        out = np.empty(len(trace), dtype=np.int8)
+        access = self.access
+        for i, sid in enumerate(trace.tolist()):
+            out[i] = access(sid).outcome
+        return out
+
+    # -- resumption ---------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        raise NotImplementedError(f"{type(self).__name__} does not support state_dict yet")
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not support load_state_dict yet")

@@ -1,0 +1,44 @@
+"""Policy names -> classes, imported lazily so a name costs nothing until used."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from hotset.errors import HotsetError
+from hotset.policies.base import Budget, Policy
+
+# name -> "module:Class"
+_POLICIES: dict[str, str] = {
+    "nocache": "hotset.policies.nocache:NoCache",
+    "fifo": "hotset.policies.fifo:FIFO",
+    "lru": "hotset.policies.lru:LRU",
+    "lfu": "hotset.policies.lfu:LFU",
+    "minio": "hotset.policies.minio:MinIO",
+    "belady": "hotset.policies.belady:Belady",
+    "oracle": "hotset.policies.oracle:Oracle",
+}
+
+
+def register_policy(name: str, target: str) -> None:
+    """Register ``name`` as ``"module:Class"`` (later systems add theirs)."""
+    _POLICIES[name] = target
+
+
+def policy_names() -> list[str]:
+    return sorted(_POLICIES)
+
+
+def policy_class(name: str) -> type[Policy]:
+    target = _POLICIES.get(name)
+    if target is None:
+        raise HotsetError(f"unknown policy {name!r}; choose from {', '.join(policy_names())}")
+    module_name, _, attr = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), attr)
+    assert isinstance(cls, type) and issubclass(cls, Policy)
+    return cls
+
+
+def make_policy(name: str, budget: Budget, **options: Any) -> Policy:
+    """Build the policy called ``name`` with ``budget`` and keyword options."""
+    return policy_class(name)(budget, **options)

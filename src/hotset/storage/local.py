@@ -1,0 +1,79 @@
+"""A directory on a local (or locally mounted) file system."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from hotset.errors import HotsetError
+from hotset.storage.base import StatsCounter, StoreStats
+
+
+class LocalStore:
+    """Files under ``root``; writes go to a temporary name and are renamed into place."""
+
+    def __init__(self, root: str | os.PathLike[str], *, create: bool = False) -> None:
+        self.root = Path(root)
+        if create:
+            self.root.mkdir(parents=True, exist_ok=True)
+        if not self.root.is_dir():
+            raise HotsetError(f"store root {str(self.root)!r} is not a directory")
+        self._stats = StatsCounter()
+
+    def _path(self, key: str) -> Path:
+        if not key or key.startswith("/") or ".." in Path(key).parts:
+            raise HotsetError(f"bad store key {key!r}: must be a relative path inside the store")
+        return self.root / key
+
+    def read(self, key: str) -> bytes:
+        path = self._path(key)
+        start = time.perf_counter()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise HotsetError(f"no such key {key!r} in store {str(self.root)!r}") from None
+        self._stats.add_read(len(data), time.perf_counter() - start)
+        return data
+
+    def read_many(self, keys: Sequence[str]) -> list[bytes]:
+        return [self.read(k) for k in keys]
+
+    def size(self, key: str) -> int:
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError:
+            raise HotsetError(f"no such key {key!r} in store {str(self.root)!r}") from None
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def write(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self._stats.add_write(len(data), time.perf_counter() - start)
+
+    def list_keys(self) -> Iterator[str]:
+        for path in sorted(self.root.rglob("*")):
+            if path.is_file() and not path.name.startswith("."):
+                yield path.relative_to(self.root).as_posix()
+
+    def stats(self) -> StoreStats:
+        return self._stats.snapshot()
+
+    def reset_stats(self) -> None:
+        self._stats.reset()
+
+    def __repr__(self) -> str:
+        return f"LocalStore({str(self.root)!r})"
