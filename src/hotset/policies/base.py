@@ -87,7 +87,9 @@ class Budget:
         if self.sizes is None:
             return 1
         if sid >= len(self.sizes):
-            raise HotsetError(f"sample id {sid} has no size (sizes cover ids 0..{len(self.sizes) - 1})")
+            raise HotsetError(
+                f"sample id {sid} has no size (sizes cover ids 0..{len(self.sizes) - 1})"
+            )
         return int(self.sizes[sid])
 
     def fits(self, used_bytes: int, used_items: int) -> bool:
@@ -130,7 +132,10 @@ class Policy(ABC):
         """Give the whole access sequence (offline policies); online ones ignore it."""
 
     def update_importance(self, scores: npt.NDArray[np.float64], version: int = 0) -> None:
-        """Receive an importance snapshot (score per id); policies that ignore it may."""
+        """Receive a whole importance snapshot (score per id); policies that ignore it may."""
+
+    def observe(self, ids: IntArray, scores: npt.NDArray[np.float64]) -> None:
+        """Receive fresh scores for the ids of one training step (e.g. SHADE's APP)."""
 
     @abstractmethod
     def access(self, sid: int) -> Decision:

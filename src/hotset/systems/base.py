@@ -1,0 +1,86 @@
+"""A system is a named composition: sampler + scorer + policy + importance table.
+
+Drivers (the simulator and, later, the loader) only talk to :class:`System`, so a
+new paper is one small module that builds one of these with its defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.policies.base import Decision, IntArray, Policy
+from hotset.samplers.base import EpochContext, Sampler
+
+if TYPE_CHECKING:
+    from hotset.importance.scorers import Scorer
+    from hotset.importance.table import ImportanceTable
+
+
+@dataclass
+class System:
+    """The parts of one named system, and the hooks a driver calls in order:
+
+    ``begin_epoch`` -> (``access`` per sample, ``feedback`` per step)* -> ``end_epoch``.
+    """
+
+    name: str
+    sampler: Sampler
+    policy: Policy
+    table: ImportanceTable
+    scorer: Scorer | None = None
+    #: per-sample loss weights the training step should apply (importance sampling)
+    weighted: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    val_accuracy: list[float] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
+
+    def begin_epoch(self, epoch: int, *, rank: int = 0, world_size: int = 1) -> IntArray:
+        """Compute this rank's order for ``epoch`` and tell the policy about it."""
+        ctx = EpochContext(
+            epoch=epoch,
+            rank=rank,
+            world_size=world_size,
+            scores=self.table.snapshot().scores,
+            resident=self.policy.resident(),
+            val_accuracy=tuple(self.val_accuracy),
+            train_loss=tuple(self.train_loss),
+        )
+        order = self.sampler.order(ctx)
+        self.policy.begin_epoch(epoch, order)
+        return order
+
+    def access(self, sid: int) -> Decision:
+        return self.policy.access(sid)
+
+    def feedback(self, ids: IntArray, losses: npt.NDArray[np.float64], *, epoch: int) -> None:
+        """Per-sample losses of one step, keyed by the ids actually trained on."""
+        scores = None if self.scorer is None else self.scorer.score(ids, losses, self.table)
+        self.table.update(ids, losses, epoch=epoch, scores=scores)
+        if scores is not None:
+            self.policy.observe(ids, scores)
+
+    def weights(self, ids: IntArray) -> npt.NDArray[np.float64]:
+        """Loss weights for ``ids``; all ones unless the system is weighted."""
+        return np.ones(len(ids), dtype=np.float64)
+
+    def end_epoch(self, *, train_loss: float, val_accuracy: float | None) -> None:
+        self.train_loss.append(float(train_loss))
+        if val_accuracy is not None:
+            self.val_accuracy.append(float(val_accuracy))
+        self.policy.end_epoch()
+        self.policy.update_importance(self.table.snapshot().scores, self.table.version)
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """A registry entry: how to build a system and where it comes from."""
+
+    name: str
+    summary: str
+    source: str  # paper and section, e.g. "SHADE FAST'23 §4"
+    build: Callable[..., System]
