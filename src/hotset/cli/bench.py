@@ -1,0 +1,100 @@
+"""``hotset bench <suite>``: measured figures, written under benchmarks/results/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hotset.errors import HotsetError
+
+
+@click.group()
+def bench() -> None:
+    """Run a benchmark suite; results go to benchmarks/results/<suite>.json."""
+
+
+def _finish(suite: str, result: dict[str, Any], root: Path, as_json: bool) -> None:
+    from hotset.bench.results import write_result
+
+    path = write_result(suite, result, root=root)
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        for row in result.get("table", []):
+            click.echo(
+                "  ".join(
+                    f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
+                )
+            )
+        click.echo(f"wrote {path}")
+
+
+_root_option = click.option(
+    "--root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Project root under which benchmarks/results/ is written.",
+)
+
+
+@bench.command("sim")
+@click.option("--accesses", type=int, default=1_000_000, show_default=True)
+@click.option("--n", "n", type=int, default=100_000, show_default=True, help="Distinct ids.")
+@click.option("--cache-frac", type=float, default=0.2, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--policy", "policies", default=None, help="Comma list; default every classic policy."
+)
+@click.option("--json", "as_json", is_flag=True)
+@_root_option
+def sim(
+    accesses: int,
+    n: int,
+    cache_frac: float,
+    seed: int,
+    policies: str | None,
+    as_json: bool,
+    root: Path,
+) -> None:
+    """Policy replay speed: accesses per second per policy (one core)."""
+    if accesses < 1 or n < 1:
+        raise HotsetError(f"--accesses and --n must be positive, got {accesses} and {n}")
+    from hotset.bench.sim import run
+
+    names = [p.strip() for p in policies.split(",")] if policies else None
+    result = run(accesses=accesses, n=n, cache_frac=cache_frac, seed=seed, policies=names)
+    _finish("sim", result, root, as_json)
+
+
+@bench.command("store")
+@click.option("--n", "n", type=int, default=2000, show_default=True)
+@click.option("--threads", type=int, default=8, show_default=True)
+@click.option("--latency-ms", type=float, default=2.0, show_default=True)
+@click.option("--concurrency", type=int, default=4, show_default=True)
+@click.option("--bandwidth-mb-s", type=float, default=1000.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@_root_option
+def store(
+    n: int,
+    threads: int,
+    latency_ms: float,
+    concurrency: int,
+    bandwidth_mb_s: float,
+    as_json: bool,
+    root: Path,
+) -> None:
+    """ThrottledStore: real-clock seconds against virtual-clock modeled seconds."""
+    from hotset.bench.store import run_throttled
+
+    result = run_throttled(
+        n=n,
+        threads=threads,
+        latency_ms=latency_ms,
+        concurrency=concurrency,
+        bandwidth_mb_s=bandwidth_mb_s,
+    )
+    _finish("store", result, root, as_json)

@@ -1,0 +1,30 @@
+"""Result files carry their command and machine; the README is rebuilt from them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hotset.bench.results import render_readme, write_result
+
+
+def test_write_result_records_command_and_regenerates_readme(tmp_path: Path) -> None:
+    result = {"table": [{"policy": "lru", "accesses_per_s": 1.5e6}], "notes": ["a note"]}
+    path = write_result("demo-suite", result, root=tmp_path, command="hotset bench demo-suite")
+    doc = json.loads(path.read_text())
+    assert doc["command"] == "hotset bench demo-suite"
+    assert doc["result"] == result
+    assert doc["machine"]["cpus"] >= 1
+    readme = (tmp_path / "benchmarks" / "README.md").read_text()
+    assert "## demo-suite" in readme
+    assert "`hotset bench demo-suite`" in readme
+    assert "| lru | 1.5e+06 |" in readme
+    assert "- a note" in readme
+
+
+def test_readme_lists_every_suite_in_name_order(tmp_path: Path) -> None:
+    write_result("zeta", {"table": []}, root=tmp_path, command="hotset bench zeta")
+    write_result("alpha", {"table": []}, root=tmp_path, command="hotset bench alpha")
+    text = render_readme(root=tmp_path).read_text()
+    assert text.index("## alpha") < text.index("## zeta")
+    assert not list((tmp_path / "benchmarks" / "results").glob(".*.tmp"))
