@@ -97,4 +97,21 @@ def store(
         concurrency=concurrency,
         bandwidth_mb_s=bandwidth_mb_s,
     )
+    result["table"] = [
+        {
+            "clock": clock,
+            "seconds": result[clock]["seconds"],
+            "samples_per_s": result[clock]["samples_per_s"],
+            "reads": result[clock]["reads"],
+            "bytes_read": result[clock]["bytes_read"],
+            "wall_seconds": result[clock]["wall_seconds"],
+        }
+        for clock in ("real", "virtual")
+    ]
+    result["notes"] = [
+        f"{n} reads of {result['sample_bytes']} B from {threads} threads, latency {latency_ms} ms, "
+        f"{concurrency} in flight, {bandwidth_mb_s} MB/s; lower bound "
+        f"{result['lower_bound_seconds']:.3f} s. Real seconds are wall time; virtual seconds are "
+        "modeled (the virtual clock does not sleep)."
+    ]
     _finish("store", result, root, as_json)

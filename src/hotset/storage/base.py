@@ -11,6 +11,32 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Protocol, runtime_checkable
 
+from hotset.errors import HotsetError
+
+
+def check_key(key: str) -> str:
+    """Return ``key`` if it is a canonical relative path, else raise :class:`HotsetError`.
+
+    Caches, manifests and traces identify bytes by key *string*, so one file must
+    have exactly one spelling: no empty, ``.`` or ``..`` parts, no leading ``/``,
+    no doubled or trailing ``/``. Every store checks keys with this one rule so a
+    key that works on a local directory also works on ``memory://`` or S3.
+    """
+    if not isinstance(key, str):
+        raise HotsetError(f"bad store key {key!r}: must be a string")
+    parts = key.split("/")
+    if (
+        not key
+        or key.startswith("/")
+        or "\x00" in key
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise HotsetError(
+            f"bad store key {key!r}: must be a relative path inside the store "
+            "('/'-separated, no empty, '.' or '..' parts)"
+        )
+    return key
+
 
 @dataclass
 class StoreStats:

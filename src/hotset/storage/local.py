@@ -3,38 +3,49 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hotset.errors import HotsetError
-from hotset.storage.base import StatsCounter, StoreStats
+from hotset.storage.base import StatsCounter, StoreStats, check_key
 
 
 class LocalStore:
-    """Files under ``root``; writes go to a temporary name and are renamed into place."""
+    """Files under ``root``; writes go to a temporary name and are renamed into place.
+
+    The rename is what makes a write atomic: a reader (another DataLoader worker,
+    another job) sees the old bytes or the new bytes, never half a file, and a
+    write that fails midway leaves no partial file and no temporary behind.
+    Names starting with ``.`` are temporaries and are not listed.
+    """
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = False) -> None:
         self.root = Path(root)
         if create:
-            self.root.mkdir(parents=True, exist_ok=True)
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise HotsetError(f"cannot create store root {str(self.root)!r}: {exc}") from None
         if not self.root.is_dir():
             raise HotsetError(f"store root {str(self.root)!r} is not a directory")
         self._stats = StatsCounter()
 
     def _path(self, key: str) -> Path:
-        if not key or key.startswith("/") or ".." in Path(key).parts:
-            raise HotsetError(f"bad store key {key!r}: must be a relative path inside the store")
-        return self.root / key
+        return self.root / check_key(key)
+
+    def _missing(self, key: str) -> HotsetError:
+        return HotsetError(f"no such key {key!r} in store {str(self.root)!r}")
 
     def read(self, key: str) -> bytes:
         path = self._path(key)
         start = time.perf_counter()
         try:
             data = path.read_bytes()
-        except FileNotFoundError:
-            raise HotsetError(f"no such key {key!r} in store {str(self.root)!r}") from None
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            raise self._missing(key) from None
         self._stats.add_read(len(data), time.perf_counter() - start)
         return data
 
@@ -43,9 +54,12 @@ class LocalStore:
 
     def size(self, key: str) -> int:
         try:
-            return self._path(key).stat().st_size
-        except FileNotFoundError:
-            raise HotsetError(f"no such key {key!r} in store {str(self.root)!r}") from None
+            info = self._path(key).stat()
+        except (FileNotFoundError, NotADirectoryError):
+            raise self._missing(key) from None
+        if not stat.S_ISREG(info.st_mode):
+            raise self._missing(key)
+        return info.st_size
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
