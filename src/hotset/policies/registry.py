@@ -17,6 +17,13 @@ _POLICIES: dict[str, str] = {
     "minio": "hotset.policies.minio:MinIO",
     "belady": "hotset.policies.belady:Belady",
     "oracle": "hotset.policies.oracle:Oracle",
+    # SHADE (FAST'23): APP and the cache policies of its §6.2 ablations
+    "app": "hotset.policies.app:APP",
+    "sh_pqlfu": "hotset.policies.shade_variants:PriorityLFU",
+    "sh_pq": "hotset.policies.shade_variants:Priority",
+    "sh_rand": "hotset.policies.shade_variants:RandomEvict",
+    "emul_coor": "hotset.policies.shade_variants:FillKeep",
+    "emul_quiv": "hotset.policies.shade_variants:SubstituteFromCache",
 }
 
 

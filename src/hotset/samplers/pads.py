@@ -1,0 +1,227 @@
+"""SHADE's Priority-based Adaptive Data Sampling (FAST'23 §4.2.1, "PADS").
+
+One epoch, step by step (every step is a function of the seed, the epoch and the
+:class:`EpochContext`, so every rank computes the same global draw):
+
+1. **Weights.** ``w = score + ls_param`` per sample id, ``score`` being the
+   importance snapshot (1.0 for a never-trained sample). ``ls_param`` smooths the
+   distribution: 0 before any epoch has finished, then ``ls_init_frac`` (1%) of the
+   first epoch's mean training loss, then multiplied by
+   ``exp((loss_now - loss_prev) / loss_prev)`` after every further epoch (it
+   shrinks while the loss falls, sharpening the sampling). It is recomputed from
+   ``ctx.train_loss`` each time, so a resumed job gets the same value. At epoch 0
+   no loss exists yet, ``ls_param = 0`` and every score is 1: the draw is uniform.
+2. **Global draw.** ``L * W`` ids drawn *with replacement* from ``w`` with
+   ``np.random.default_rng([seed, epoch])``, where ``W`` is the world size and
+   ``L = ceil(n / W)`` is the per-rank epoch length. When ``W`` divides ``n``
+   this is exactly ``n`` draws (the paper's N); otherwise the draw is rounded up
+   to ``L * W`` so every rank gets ``L`` ids without padding by repetition.
+3. **Mode.** The mean of the last (up to) three epoch-to-epoch changes of the
+   validation accuracy decides: positive -> *aggressive*, else *relaxed*. With a
+   single validation accuracy the change is 0 (the authors' code seeds its change
+   list with 0), so the mode is relaxed. With no validation accuracy at all the
+   training loss stands in, negated (a falling loss means improving); with
+   fewer than two losses there is no signal and the mode is relaxed.
+   ``last_signal`` records which of "val_accuracy", "train_loss", "none" decided.
+4. **Shard.** Aggressive: the draw is sorted by how often each id was drawn (most
+   frequent first, ties by id) and rank ``r`` takes the contiguous block
+   ``[r*L, (r+1)*L)`` -- so the copies of one hard sample stay on one rank, where
+   its cache can serve them. Relaxed: rank ``r`` takes ``draw[r::W]``. Either
+   way the shards of all ranks are exactly the global draw.
+5. **Cache-aware repetition.** Among the rank's ids, those resident in the cache
+   (``ctx.resident``) are repeated ``rep_factor`` times and scheduled first, in a
+   seeded shuffle; the misses, shuffled, fill the rest, and the order is cut to
+   ``L``. ``rep_factor`` is 1, 1.5, 2, 2.5, ...: for ``k + 0.5`` the first half
+   (rounded down) of the rank's cached entries, in shard order, get ``k + 1``
+   copies and the rest ``k`` -- the meaning in the authors' code (``h*k + h//2``
+   extra-copy total); in aggressive mode shard order puts the most frequently
+   drawn samples first, so they get the extra copy. Values below 1 are refused:
+   the authors' code then produces fewer ids than the epoch needs.
+
+``pads=False`` gives the plain loss-based importance sampling of SHADE's §6.2
+ablations: steps 1, 2 and the relaxed shard only (no sort, no repetition).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import ClassVar
+
+import numpy as np
+
+from hotset.errors import HotsetError
+from hotset.samplers.base import EpochContext, IntArray, Sampler
+
+#: the mode's signal looks at this many most recent epoch-to-epoch changes
+TREND_EPOCHS = 3
+
+
+class PADSSampler(Sampler):
+    """SHADE's sampler; see the module docstring for the exact procedure."""
+
+    name: ClassVar[str] = "pads"
+
+    def __init__(
+        self,
+        n: int,
+        *,
+        seed: int = 0,
+        rep_factor: float = 1.0,
+        ls_init_frac: float = 0.01,
+        batch_size: int = 128,
+        pads: bool = True,
+    ) -> None:
+        super().__init__(n, seed=seed)
+        if isinstance(rep_factor, bool) or not isinstance(rep_factor, int | float):
+            raise HotsetError(f"pads: rep_factor must be a number, got {rep_factor!r}")
+        if not math.isfinite(rep_factor) or rep_factor < 1 or (2 * rep_factor) % 1 != 0:
+            raise HotsetError(
+                f"pads: rep_factor must be 1, 1.5, 2, 2.5, ... (>= 1, a multiple of 0.5), "
+                f"got {rep_factor!r}"
+            )
+        if not math.isfinite(ls_init_frac) or ls_init_frac < 0:
+            raise HotsetError(
+                f"pads: ls_init_frac must be a non-negative number, got {ls_init_frac!r}"
+            )
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise HotsetError(f"pads: batch_size must be an integer >= 1, got {batch_size!r}")
+        self.rep_factor = float(rep_factor)
+        self.ls_init_frac = float(ls_init_frac)
+        #: kept for the training loop's convenience; the order does not depend on it
+        self.batch_size = batch_size
+        self.pads = bool(pads)
+        # what the last call to order() decided (for logs and tests)
+        self.last_mode = "relaxed"
+        self.last_signal = "none"
+        self.last_ls_param = 0.0
+        self.last_cached = 0
+        self.last_repeated = 0
+
+    # -- the pieces -------------------------------------------------------------
+    def per_rank_length(self, world_size: int) -> int:
+        """``ceil(n / world_size)``: every rank reads this many ids per epoch."""
+        return -(-self.n // world_size)
+
+    def ls_param(self, train_loss: tuple[float, ...]) -> float:
+        """The smoothing term after the given finished epochs' mean losses."""
+        losses = [float(x) for x in train_loss]
+        for i, value in enumerate(losses):
+            if not math.isfinite(value) or value < 0:
+                raise HotsetError(f"pads: train_loss[{i}] = {value!r} is not a finite loss >= 0")
+        if not losses:
+            return 0.0
+        ls = self.ls_init_frac * losses[0]
+        for prev, cur in itertools.pairwise(losses):
+            if prev > 0:  # a zero loss gives no relative change: keep ls as it is
+                ls *= math.exp((cur - prev) / prev)
+        return ls
+
+    def mode(self, ctx: EpochContext) -> tuple[str, str]:
+        """(mode, signal): "aggressive" or "relaxed", and what decided it."""
+        if not self.pads:
+            return "relaxed", "none"
+        acc = np.asarray(ctx.val_accuracy, dtype=np.float64)
+        if acc.size:
+            if not np.isfinite(acc).all():
+                raise HotsetError(
+                    f"pads: val_accuracy holds a non-finite value: {ctx.val_accuracy}"
+                )
+            change = float(np.diff(acc)[-TREND_EPOCHS:].mean()) if acc.size > 1 else 0.0
+            return ("aggressive" if change > 0 else "relaxed"), "val_accuracy"
+        loss = np.asarray(ctx.train_loss, dtype=np.float64)
+        if loss.size > 1:
+            if not np.isfinite(loss).all():
+                raise HotsetError(f"pads: train_loss holds a non-finite value: {ctx.train_loss}")
+            change = float(np.diff(loss)[-TREND_EPOCHS:].mean())
+            return ("aggressive" if change < 0 else "relaxed"), "train_loss"
+        return "relaxed", "none"
+
+    def weights(self, ctx: EpochContext) -> np.ndarray:
+        """``score + ls_param`` per id, validated."""
+        if ctx.scores is None:
+            scores = np.ones(self.n, dtype=np.float64)
+        else:
+            scores = np.asarray(ctx.scores, dtype=np.float64)
+            if scores.shape != (self.n,):
+                raise HotsetError(
+                    f"pads: scores must hold one value per sample ({self.n}), got shape {scores.shape}"
+                )
+        w = scores + self.ls_param(ctx.train_loss)
+        bad = ~np.isfinite(w) | (w < 0)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise HotsetError(f"pads: sample id {i} has weight {w[i]!r}; weights must be >= 0")
+        if w.sum() <= 0:
+            raise HotsetError("pads: every sample has weight 0, there is nothing to draw")
+        return w
+
+    def global_draw(self, ctx: EpochContext) -> IntArray:
+        """The arranged global draw (length ``L * W``): rank ``r``'s shard is a slice of it.
+
+        Aggressive: sorted by draw frequency, rank ``r`` takes block ``r``.
+        Relaxed: draw order, rank ``r`` takes every ``W``-th id from ``r``.
+        """
+        world = self._check_topology(ctx)
+        w = self.weights(ctx)
+        total = self.per_rank_length(world) * world
+        draw = self.epoch_rng(ctx.epoch).choice(self.n, size=total, replace=True, p=w / w.sum())
+        draw = draw.astype(np.int64, copy=False)
+        mode, _ = self.mode(ctx)
+        if mode == "aggressive":
+            freq = np.bincount(draw, minlength=self.n)
+            draw = draw[np.lexsort((draw, -freq[draw]))]
+        return draw
+
+    def shard(self, ctx: EpochContext) -> IntArray:
+        """This rank's ids before cache-aware repetition (order: the arranged draw's)."""
+        world = self._check_topology(ctx)
+        draw = self.global_draw(ctx)
+        length = self.per_rank_length(world)
+        if self.mode(ctx)[0] == "aggressive":
+            return draw[ctx.rank * length : (ctx.rank + 1) * length]
+        return draw[ctx.rank :: world]
+
+    def repetitions(self, cached: int) -> IntArray:
+        """Copies per cached entry, in shard order, for ``cached`` cached entries."""
+        whole = int(self.rep_factor)
+        reps = np.full(cached, whole, dtype=np.int64)
+        if self.rep_factor != whole:
+            reps[: cached // 2] += 1
+        return reps
+
+    # -- the order --------------------------------------------------------------
+    def order(self, ctx: EpochContext) -> IntArray:
+        world = self._check_topology(ctx)
+        mode, signal = self.mode(ctx)
+        self.last_mode, self.last_signal = mode, signal
+        self.last_ls_param = self.ls_param(ctx.train_loss)
+        shard = self.shard(ctx)
+        if not self.pads:
+            self.last_cached = self.last_repeated = 0
+            return shard
+        length = self.per_rank_length(world)
+        if ctx.resident:
+            resident = np.fromiter(ctx.resident, dtype=np.int64, count=len(ctx.resident))
+            cached_mask = np.isin(shard, resident)
+        else:
+            cached_mask = np.zeros(len(shard), dtype=bool)
+        hits = shard[cached_mask]
+        misses = shard[~cached_mask]
+        repeated = np.repeat(hits, self.repetitions(len(hits)))
+        rng = np.random.default_rng([self.seed, int(ctx.epoch), 1, int(ctx.rank)])
+        rng.shuffle(repeated)
+        rng.shuffle(misses)
+        self.last_cached = len(hits)
+        self.last_repeated = len(repeated)
+        return np.concatenate([repeated, misses])[:length].astype(np.int64, copy=False)
+
+    def _check_topology(self, ctx: EpochContext) -> int:
+        world = int(ctx.world_size)
+        if world < 1:
+            raise HotsetError(f"pads: world_size must be >= 1, got {ctx.world_size}")
+        if not 0 <= ctx.rank < world:
+            raise HotsetError(f"pads: rank {ctx.rank} is outside 0..{world - 1}")
+        if ctx.epoch < 0:
+            raise HotsetError(f"pads: epoch must be >= 0, got {ctx.epoch}")
+        return world

@@ -1,0 +1,170 @@
+"""SHADE (FAST'23) and the variants its evaluation compares it with.
+
+``shade``      log-rank per-sample scores (§4.2.1) + PADS sampler + APP cache
+``sh_pqlfu``   §6.2 (1): batch-loss scores, plain importance sampling, evict least (loss, frequency)
+``sh_pq``      §6.2 (2): batch-loss scores, plain importance sampling, evict least loss
+``sh_lru``     §6.2 (3): batch-loss scores, plain importance sampling, LRU
+``sh_lfu``     §6.2 (4): batch-loss scores, plain importance sampling, LFU
+``sh_rand``    §6.2 (5): batch-loss scores, plain importance sampling, random eviction
+``sh_app``     §6.2 (6): batch-loss scores, plain importance sampling, APP
+``emul_coor``  §6.6: per-sample-loss importance sampling, CoorDL-style fill-and-keep cache
+``emul_quiv``  §6.6: per-sample-loss importance sampling, Quiver-style substitution
+
+"Plain importance sampling" is :class:`PADSSampler` with ``pads=False``: the same
+seeded multinomial draw over ``score + ls_param``, strided across ranks, without
+the frequency sort, the mode switch or cache-aware repetition. The §6.2 variants
+score every sample of a batch with the batch's mean loss (the coarse-grained
+default the paper argues against); §6.6 says its emulations use loss-based
+importance sampling, so they score each sample by its own loss.
+
+``rep_factor`` defaults to 3.0, the value the authors' launch scripts pass
+(``-rep``, default 3.0); the paper gives no number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hotset.errors import HotsetError
+from hotset.importance.scorers import BatchLossScorer, LogRankScorer, LossScorer, Scorer
+from hotset.importance.table import ImportanceTable
+from hotset.policies.app import APP
+from hotset.policies.base import Budget, Policy
+from hotset.policies.registry import make_policy
+from hotset.policies.shade_variants import (
+    FillKeep,
+    Priority,
+    PriorityLFU,
+    RandomEvict,
+    SubstituteFromCache,
+)
+from hotset.samplers.pads import PADSSampler
+from hotset.systems.base import System, SystemSpec
+
+#: SHADE's defaults; every option a SHADE-family system accepts is listed here
+SHADE_DEFAULTS: dict[str, Any] = {"rep_factor": 3.0, "ls_init_frac": 0.01}
+VARIANT_DEFAULTS: dict[str, Any] = {"ls_init_frac": 0.01}
+
+
+def _options(system: str, given: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise HotsetError(
+            f"system {system!r}: unknown option(s) {', '.join(unknown)}; "
+            f"it accepts {', '.join(sorted(defaults)) or 'none'}"
+        )
+    return {**defaults, **given}
+
+
+def build_shade(
+    *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
+) -> System:
+    """SHADE with every technique on: log-rank scores, PADS, APP."""
+    opts = _options("shade", options, SHADE_DEFAULTS)
+    return System(
+        name="shade",
+        sampler=PADSSampler(
+            n,
+            seed=seed,
+            rep_factor=opts["rep_factor"],
+            ls_init_frac=opts["ls_init_frac"],
+            batch_size=batch_size,
+        ),
+        policy=APP(budget, seed=seed),
+        table=ImportanceTable(n),
+        scorer=LogRankScorer(),
+        weighted=False,
+        options={"batch_size": batch_size, "policy": "app", **opts},
+    )
+
+
+def _variant(
+    system: str,
+    policy_name: str,
+    make: Callable[[Budget, int], Policy],
+    scorer: Callable[[], Scorer],
+) -> Callable[..., System]:
+    def build(
+        *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
+    ) -> System:
+        opts = _options(system, options, VARIANT_DEFAULTS)
+        return System(
+            name=system,
+            sampler=PADSSampler(
+                n, seed=seed, ls_init_frac=opts["ls_init_frac"], batch_size=batch_size, pads=False
+            ),
+            policy=make(budget, seed),
+            table=ImportanceTable(n),
+            scorer=scorer(),
+            weighted=False,
+            options={"batch_size": batch_size, "policy": policy_name, **opts},
+        )
+
+    build.__name__ = f"build_{system}"
+    build.__doc__ = (
+        f"SHADE comparison {system!r}: importance sampling with the {policy_name!r} cache."
+    )
+    return build
+
+
+def _registered(name: str) -> Callable[[Budget, int], Policy]:
+    return lambda budget, seed: make_policy(name, budget, seed=seed)
+
+
+SPECS: list[SystemSpec] = [
+    SystemSpec(
+        "shade",
+        "SHADE: per-sample log-rank importance, PADS sampling with cache-aware repetition, APP cache",
+        "SHADE FAST'23 §4",
+        build_shade,
+    ),
+    SystemSpec(
+        "sh_pqlfu",
+        "batch-loss importance sampling; evict least (loss, access frequency)",
+        "SHADE FAST'23 §6.2 (1)",
+        _variant("sh_pqlfu", "sh_pqlfu", lambda b, s: PriorityLFU(b, seed=s), BatchLossScorer),
+    ),
+    SystemSpec(
+        "sh_pq",
+        "batch-loss importance sampling; evict least loss",
+        "SHADE FAST'23 §6.2 (2)",
+        _variant("sh_pq", "sh_pq", lambda b, s: Priority(b, seed=s), BatchLossScorer),
+    ),
+    SystemSpec(
+        "sh_lru",
+        "batch-loss importance sampling; LRU cache",
+        "SHADE FAST'23 §6.2 (3)",
+        _variant("sh_lru", "lru", _registered("lru"), BatchLossScorer),
+    ),
+    SystemSpec(
+        "sh_lfu",
+        "batch-loss importance sampling; LFU cache",
+        "SHADE FAST'23 §6.2 (4)",
+        _variant("sh_lfu", "lfu", _registered("lfu"), BatchLossScorer),
+    ),
+    SystemSpec(
+        "sh_rand",
+        "batch-loss importance sampling; random eviction",
+        "SHADE FAST'23 §6.2 (5)",
+        _variant("sh_rand", "sh_rand", lambda b, s: RandomEvict(b, seed=s), BatchLossScorer),
+    ),
+    SystemSpec(
+        "sh_app",
+        "batch-loss importance sampling; APP cache (no loss decomposition, ranks or PADS)",
+        "SHADE FAST'23 §6.2 (6)",
+        _variant("sh_app", "app", lambda b, s: APP(b, seed=s), BatchLossScorer),
+    ),
+    SystemSpec(
+        "emul_coor",
+        "loss-based importance sampling; CoorDL-style cache: fill, never evict",
+        "SHADE FAST'23 §6.6 (Emul_Coor)",
+        _variant("emul_coor", "emul_coor", lambda b, s: FillKeep(b, seed=s), LossScorer),
+    ),
+    SystemSpec(
+        "emul_quiv",
+        "loss-based importance sampling; Quiver-style substitution of misses by cached samples",
+        "SHADE FAST'23 §6.6 (Emul_Quiv)",
+        _variant("emul_quiv", "emul_quiv", lambda b, s: SubstituteFromCache(b, seed=s), LossScorer),
+    ),
+]
