@@ -1,0 +1,333 @@
+"""``hotset simulate``: replay a trace, a sampler's orders, or train a system live.
+
+Three modes, exactly one per call:
+
+* ``--trace FILE``: replay a recorded trace (the contract in DESIGN.md);
+* ``--sampler random --n N --epochs E``: generate each epoch's seeded order and
+  replay it, with the policy's epoch hooks in between;
+* ``--system S --dataset DIR``: live training with the virtual clock
+  (:func:`hotset.sim.live.run_live`, imported only in this mode).
+
+``--policy`` and ``--cache-frac``/``--cache-items`` take comma lists; more than
+one value makes a sweep (a JSON list with ``--json``, a plot with ``--plot``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hotset.errors import HotsetError
+
+_SYSTEM_DEFAULT_EPOCHS = 15
+_SAMPLER_DEFAULT_EPOCHS = 1
+
+
+def _floats(value: str | None, name: str) -> list[float] | None:
+    if value is None:
+        return None
+    try:
+        return [float(v) for v in _split(value, name)]
+    except ValueError:
+        raise click.BadParameter(f"expected numbers, got {value!r}", param_hint=name) from None
+
+
+def _ints(value: str | None, name: str) -> list[int] | None:
+    if value is None:
+        return None
+    try:
+        return [int(v) for v in _split(value, name)]
+    except ValueError:
+        raise click.BadParameter(f"expected integers, got {value!r}", param_hint=name) from None
+
+
+def _split(value: str, name: str) -> list[str]:
+    parts = [p.strip() for p in value.split(",")]
+    if not all(parts):
+        raise click.BadParameter(f"empty item in {value!r}", param_hint=name)
+    return parts
+
+
+def parse_option_value(text: str) -> bool | int | float | str:
+    """``--option`` values: booleans, then ints, then floats, else the string itself."""
+    lowered = text.strip().lower()
+    if lowered in {"true", "yes", "on"}:
+        return True
+    if lowered in {"false", "no", "off"}:
+        return False
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--option")
+        options[key.strip().replace("-", "_")] = parse_option_value(value)
+    return options
+
+
+@click.command(name="simulate")
+@click.option("--trace", "trace_path", type=click.Path(path_type=Path), help="Trace file (ids).")
+@click.option("--sampler", type=click.Choice(["random"]), help="Generate orders instead.")
+@click.option("--system", help="Train this named system live (see `hotset systems`).")
+@click.option("--policy", help="Cache policy, or a comma list for a sweep.")
+@click.option("--cache-items", help="Cache size in items (comma list for a sweep).")
+@click.option("--cache-frac", help="Cache size as a fraction of the dataset (comma list).")
+@click.option("--sizes", "sizes_path", type=click.Path(path_type=Path), help="Byte size per id.")
+@click.option("--n", "n", type=int, help="Dataset size (sampler mode).")
+@click.option("--epochs", type=int, help="Epochs (sampler: 1, system: 15 by default).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--write-trace", type=click.Path(path_type=Path), help="Write the sampler's trace.")
+@click.option("--plot", type=click.Path(path_type=Path), help="PNG of hit ratio vs cache size.")
+@click.option("--verbose", "-v", is_flag=True, help="Add capacities and per-epoch counts.")
+@click.option("--dataset", type=click.Path(path_type=Path), help="Dataset directory (--system).")
+@click.option(
+    "--model",
+    type=click.Choice(["auto", "cnn", "mlp", "resnet"]),
+    default="auto",
+    show_default=True,
+)
+@click.option("--batch-size", type=int, default=128, show_default=True)
+@click.option("--lr", type=float, default=0.05, show_default=True)
+@click.option("--val-frac", type=float, default=0.1, show_default=True)
+@click.option("--latency-ms", type=float, default=2.0, show_default=True)
+@click.option("--bandwidth-mb-s", type=float, default=100.0, show_default=True)
+@click.option("--concurrency", type=int, default=4, show_default=True)
+@click.option("--option", "option_pairs", multiple=True, help="System option KEY=VALUE.")
+@click.option("--out", type=click.Path(path_type=Path), help="Also write the JSON here.")
+@click.option("--progress/--no-progress", default=False, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def simulate(
+    trace_path: Path | None,
+    sampler: str | None,
+    system: str | None,
+    policy: str | None,
+    cache_items: str | None,
+    cache_frac: str | None,
+    sizes_path: Path | None,
+    n: int | None,
+    epochs: int | None,
+    seed: int,
+    write_trace: Path | None,
+    plot: Path | None,
+    verbose: bool,
+    dataset: Path | None,
+    model: str,
+    batch_size: int,
+    lr: float,
+    val_frac: float,
+    latency_ms: float,
+    bandwidth_mb_s: float,
+    concurrency: int,
+    option_pairs: tuple[str, ...],
+    out: Path | None,
+    progress: bool,
+    as_json: bool,
+) -> None:
+    """Replay a trace or a sampler's orders through cache policies, or train a system live.
+
+    \b
+    hotset simulate --trace t.txt --policy lru --cache-frac 0.2 --json
+    hotset simulate --sampler random --n 10000 --epochs 5 --policy lru,minio,belady \\
+        --cache-frac 0.1,0.2,0.4 --plot hit.png
+    hotset simulate --system shade --dataset data/ --cache-frac 0.2 --epochs 15 --json
+    """
+    modes = [
+        m for m, v in (("--trace", trace_path), ("--sampler", sampler), ("--system", system)) if v
+    ]
+    if len(modes) != 1:
+        raise click.UsageError(
+            "give exactly one of --trace, --sampler or --system"
+            + (f" (got {', '.join(modes)})" if modes else "")
+        )
+    if system is not None:
+        _run_system(
+            system=system,
+            dataset=dataset,
+            cache_frac=cache_frac,
+            cache_items=cache_items,
+            policy=policy,
+            epochs=_SYSTEM_DEFAULT_EPOCHS if epochs is None else epochs,
+            seed=seed,
+            model=model,
+            batch_size=batch_size,
+            lr=lr,
+            val_frac=val_frac,
+            latency_ms=latency_ms,
+            bandwidth_mb_s=bandwidth_mb_s,
+            concurrency=concurrency,
+            options=parse_options(option_pairs),
+            progress=progress,
+            out=out,
+            as_json=as_json,
+        )
+        return
+    if policy is None:
+        raise click.UsageError("--policy is required with --trace or --sampler")
+    policies = _split(policy, "--policy")
+    fracs = _floats(cache_frac, "--cache-frac")
+    items = _ints(cache_items, "--cache-items")
+    if (fracs is None) == (items is None):
+        raise click.UsageError("give exactly one of --cache-items or --cache-frac")
+
+    from hotset.policies.registry import policy_class
+    from hotset.sim.sweep import plot_sweep, sweep, write_sweep_json
+    from hotset.sim.trace import load_sizes, load_trace, sampler_epochs, save_trace
+
+    for name in policies:
+        policy_class(name)  # unknown names fail before any work
+    if trace_path is not None:
+        if n is not None:
+            raise click.UsageError("--n applies to --sampler mode only")
+        if write_trace is not None:
+            raise click.UsageError("--write-trace applies to --sampler mode only")
+        epoch_orders = [load_trace(trace_path)]
+        sizes = None if sizes_path is None else load_sizes(sizes_path)
+        planned = False
+    else:
+        assert sampler is not None
+        if n is None:
+            raise click.UsageError("--sampler needs --n (the dataset size)")
+        if n < 1:
+            raise HotsetError(f"--n must be positive, got {n}")
+        sizes = None if sizes_path is None else load_sizes(sizes_path, n)
+        epoch_orders = sampler_epochs(
+            sampler, n=n, epochs=_SAMPLER_DEFAULT_EPOCHS if epochs is None else epochs, seed=seed
+        )
+        planned = True
+        if write_trace is not None:
+            import numpy as np
+
+            save_trace(write_trace, np.concatenate(epoch_orders))
+    results = sweep(
+        epoch_orders,
+        policies,
+        cache_fracs=fracs,
+        cache_items=items,
+        sizes=sizes,
+        n=n,
+        seed=seed,
+        planned=planned,
+        verbose=verbose,
+    )
+    if plot is not None:
+        plot_sweep(results, plot)
+        write_sweep_json(results, plot.with_suffix(".json"))
+    if len(results) == 1:
+        key = "cache_frac" if fracs is not None else "cache_items"
+        single = {k: v for k, v in results[0].items() if k != key}
+        if as_json:
+            click.echo(json.dumps(single))
+        else:
+            _print_table(results, key)
+    elif as_json:
+        click.echo(json.dumps(results))
+    else:
+        _print_table(results, "cache_frac" if fracs is not None else "cache_items")
+
+
+def _print_table(results: list[dict[str, Any]], key: str) -> None:
+    header = ["policy", key, "requests", "hits", "misses", "hit_ratio", "bytes_read"]
+    rows = [
+        [
+            str(r["policy"]),
+            f"{r[key]:g}",
+            str(r["requests"]),
+            str(r["hits"]),
+            str(r["misses"]),
+            f"{r['hit_ratio']:.4f}",
+            str(r["bytes_read"]),
+        ]
+        for r in results
+    ]
+    _echo_rows(header, rows)
+
+
+def _echo_rows(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+    for row in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _run_system(
+    *,
+    system: str,
+    dataset: Path | None,
+    cache_frac: str | None,
+    cache_items: str | None,
+    policy: str | None,
+    epochs: int,
+    seed: int,
+    model: str,
+    batch_size: int,
+    lr: float,
+    val_frac: float,
+    latency_ms: float,
+    bandwidth_mb_s: float,
+    concurrency: int,
+    options: dict[str, Any],
+    progress: bool,
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    """Forward to the live driver; its result is printed as JSON or as an epoch table."""
+    if dataset is None:
+        raise click.UsageError("--system needs --dataset DIR")
+    if policy is not None or cache_items is not None:
+        raise click.UsageError("--system takes --cache-frac; its policy comes with the system")
+    if cache_frac is None:
+        raise click.UsageError("--system needs --cache-frac F")
+    fracs = _floats(cache_frac, "--cache-frac") or []
+    if len(fracs) != 1:
+        raise click.UsageError("--system takes a single --cache-frac value")
+    from hotset.sim.live import run_live
+
+    result = run_live(
+        system=system,
+        dataset=str(dataset),
+        cache_frac=fracs[0],
+        epochs=epochs,
+        seed=seed,
+        model=model,
+        batch_size=batch_size,
+        lr=lr,
+        val_frac=val_frac,
+        latency_ms=latency_ms,
+        bandwidth_mb_s=bandwidth_mb_s,
+        concurrency=concurrency,
+        options=options,
+        progress=progress,
+    )
+    text = json.dumps(result)
+    if out is not None:
+        try:
+            out.write_text(text + "\n")
+        except OSError as exc:
+            raise HotsetError(f"cannot write {out}: {exc.strerror or exc}") from exc
+    if as_json:
+        click.echo(text)
+        return
+    epochs_rows = list(result.get("epochs", []))
+    if epochs_rows:
+        header = list(epochs_rows[0].keys())
+        _echo_rows(header, [[_cell(row.get(h, "")) for h in header] for row in epochs_rows])
+    totals = result.get("totals", {})
+    if totals:
+        click.echo("totals: " + "  ".join(f"{k}={_cell(v)}" for k, v in totals.items()))

@@ -1,0 +1,238 @@
+"""FIFO: evict whatever entered the cache first; a hit changes nothing.
+
+This module also holds the small pieces every classic policy shares: turning a
+:class:`~hotset.policies.base.Budget` into two plain integer limits, validating
+ids once per trace instead of once per access, and :class:`QueueCache`, the
+ordered-dict cache that FIFO and LRU both are (they differ only in whether a hit
+moves the id to the back of the queue).
+
+Speed: ``replay`` runs a tight loop over a Python list with the dict's bound
+methods held in locals. An ``OrderedDict`` gives O(1) membership, O(1)
+pop-oldest and O(1) move-to-back, which is all FIFO and LRU need; a plain dict
+would make pop-oldest degrade (deleted slots pile up at its front) and numpy
+arrays do not help because every step depends on the previous one.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.errors import HotsetError
+from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
+
+#: stands for "no limit" in the integer comparisons of the fast loops
+UNBOUNDED = sys.maxsize
+
+_HIT = int(Outcome.HIT)
+_MISS = int(Outcome.MISS)
+
+
+def budget_limits(budget: Budget) -> tuple[int, int]:
+    """``(capacity_bytes, capacity_items)`` with a missing limit as :data:`UNBOUNDED`."""
+    cap_b = UNBOUNDED if budget.capacity_bytes is None else int(budget.capacity_bytes)
+    cap_i = UNBOUNDED if budget.capacity_items is None else int(budget.capacity_items)
+    return cap_b, cap_i
+
+
+def size_list(budget: Budget) -> list[int] | None:
+    """The per-id sizes as a Python list (list indexing is the fastest lookup in a loop)."""
+    if budget.sizes is None:
+        return None
+    return [int(s) for s in np.asarray(budget.sizes).tolist()]
+
+
+def check_id(sid: object, sizes: list[int] | None) -> int:
+    """One access's id as an int, rejecting what would silently index the wrong size."""
+    if isinstance(sid, bool) or not isinstance(sid, int | np.integer):
+        raise HotsetError(f"sample id must be an integer, got {sid!r}")
+    value = int(sid)
+    if value < 0:
+        raise HotsetError(f"sample id must be non-negative, got {value}")
+    if sizes is not None and value >= len(sizes):
+        raise HotsetError(f"sample id {value} has no size (sizes cover ids 0..{len(sizes) - 1})")
+    return value
+
+
+def validate_trace(trace: object, sizes: list[int] | None) -> IntArray:
+    """A whole trace as a 1-D int64 array, validated once (the fast loops trust it)."""
+    arr = np.asarray(trace)
+    if arr.ndim != 1:
+        raise HotsetError(f"trace must be 1-D, got shape {arr.shape}")
+    if arr.size == 0:
+        return np.empty(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        raise HotsetError(f"trace ids must be integers, got dtype {arr.dtype}")
+    low, high = int(arr.min()), int(arr.max())
+    if low < 0:
+        raise HotsetError(f"sample id must be non-negative, got {low}")
+    if sizes is not None and high >= len(sizes):
+        raise HotsetError(f"sample id {high} has no size (sizes cover ids 0..{len(sizes) - 1})")
+    return arr.astype(np.int64, copy=False)
+
+
+def check_trace(trace: object, sizes: list[int] | None) -> list[int]:
+    """:func:`validate_trace` as a list of ints (list iteration is what the loops want)."""
+    ids: list[int] = validate_trace(trace, sizes).tolist()
+    return ids
+
+
+def outcomes(buf: bytearray) -> npt.NDArray[np.int8]:
+    """A replay's outcome buffer as the int8 array :meth:`Policy.replay` returns."""
+    return np.frombuffer(buf, dtype=np.int8)
+
+
+def check_state_name(state: Mapping[str, Any], name: str) -> None:
+    if state.get("policy") != name:
+        raise HotsetError(f"state is for policy {state.get('policy')!r}, not {name!r}")
+
+
+class QueueCache(Policy):
+    """An ordered cache: ids leave from the front; subclasses decide who moves back.
+
+    ``_queue`` maps id -> byte size (1 without sizes), oldest first. Both limits
+    of the budget hold after every access; an id that alone exceeds a limit is
+    never admitted (MISS, ``admitted=False``) and evicts nothing.
+    """
+
+    name: ClassVar[str] = "queue"
+    #: whether a hit moves the id to the back of the queue (LRU) or not (FIFO)
+    touch_on_hit: ClassVar[bool] = False
+
+    def __init__(self, budget: Budget, *, seed: int = 0) -> None:
+        super().__init__(budget, seed=seed)
+        self._cap_b, self._cap_i = budget_limits(budget)
+        self._sizes = size_list(budget)
+        self._queue: OrderedDict[int, int] = OrderedDict()
+
+    # -- queries -----------------------------------------------------------------
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._queue
+
+    def resident(self) -> frozenset[int]:
+        return frozenset(self._queue)
+
+    def _size(self, sid: int) -> int:
+        return 1 if self._sizes is None else self._sizes[sid]
+
+    # -- one access --------------------------------------------------------------
+    def access(self, sid: int) -> Decision:
+        sid = check_id(sid, self._sizes)
+        queue = self._queue
+        if sid in queue:
+            if self.touch_on_hit:
+                queue.move_to_end(sid)
+            return Decision(sid, Outcome.HIT, sid)
+        size = self._size(sid)
+        if size > self._cap_b or self._cap_i < 1:
+            return Decision(sid, Outcome.MISS, sid, admitted=False)
+        evicted: list[int] = []
+        used_b = self.used_bytes + size
+        while used_b > self._cap_b or len(queue) >= self._cap_i:
+            victim, victim_size = queue.popitem(last=False)
+            used_b -= victim_size
+            evicted.append(victim)
+        queue[sid] = size
+        self.used_bytes = used_b
+        self.used_items = len(queue)
+        return Decision(sid, Outcome.MISS, sid, admitted=True, evicted=tuple(evicted))
+
+    # -- a whole trace -----------------------------------------------------------
+    def replay(self, trace: IntArray) -> npt.NDArray[np.int8]:
+        ids = check_trace(trace, self._sizes)
+        out = bytearray(len(ids))  # zero is Outcome.HIT
+        if self._sizes is None:
+            self._replay_unit(ids, out)
+        else:
+            self._replay_sized(ids, out, self._sizes)
+        self.used_items = len(self._queue)
+        return outcomes(out)
+
+    def _replay_unit(self, ids: list[int], out: bytearray) -> None:
+        """Every id weighs one byte: both limits collapse into one item count."""
+        queue = self._queue
+        cap = min(self._cap_b, self._cap_i)
+        pop = queue.popitem
+        miss = _MISS
+        if self.touch_on_hit:
+            move = queue.move_to_end
+            for i, sid in enumerate(ids):
+                if sid in queue:
+                    move(sid)
+                    continue
+                out[i] = miss
+                if cap < 1:
+                    continue
+                if len(queue) >= cap:
+                    pop(False)
+                queue[sid] = 1
+        else:
+            for i, sid in enumerate(ids):
+                if sid in queue:
+                    continue
+                out[i] = miss
+                if cap < 1:
+                    continue
+                if len(queue) >= cap:
+                    pop(False)
+                queue[sid] = 1
+        self.used_bytes = len(queue)
+
+    def _replay_sized(self, ids: list[int], out: bytearray, sizes: list[int]) -> None:
+        queue = self._queue
+        cap_b, cap_i = self._cap_b, self._cap_i
+        pop = queue.popitem
+        move = queue.move_to_end
+        touch = self.touch_on_hit
+        miss = _MISS
+        used_b = self.used_bytes
+        for i, sid in enumerate(ids):
+            if sid in queue:
+                if touch:
+                    move(sid)
+                continue
+            out[i] = miss
+            size = sizes[sid]
+            if size > cap_b or cap_i < 1:
+                continue
+            used_b += size
+            while used_b > cap_b or len(queue) >= cap_i:
+                used_b -= pop(False)[1]
+            queue[sid] = size
+        self.used_bytes = used_b
+
+    # -- resumption --------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.name,
+            "epoch": self.epoch,
+            "order": list(self._queue),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        check_state_name(state, self.name)
+        queue: OrderedDict[int, int] = OrderedDict()
+        for sid in state["order"]:
+            sid = check_id(sid, self._sizes)
+            queue[sid] = self._size(sid)
+        used_b = sum(queue.values())
+        if not self.budget.fits(used_b, len(queue)):
+            raise HotsetError(
+                f"{self.name} state holds {len(queue)} ids / {used_b} bytes, over the budget"
+            )
+        self._queue = queue
+        self.used_bytes = used_b
+        self.used_items = len(queue)
+        self.epoch = int(state["epoch"])
+
+
+class FIFO(QueueCache):
+    """First in, first out: the admission order is the eviction order."""
+
+    name: ClassVar[str] = "fifo"
+    touch_on_hit: ClassVar[bool] = False

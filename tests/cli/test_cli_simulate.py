@@ -1,0 +1,210 @@
+"""``hotset simulate``: the JSON contract, sweeps and plots, and exit code 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hotset.cli import main
+from hotset.samplers.random import RandomSampler
+from hotset.sim.trace import load_trace
+
+CONTRACT = ["policy", "requests", "hits", "misses", "hit_ratio", "bytes_read"]
+
+
+def _ok(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    main(["simulate", *args])  # returns normally on success
+    return capsys.readouterr().out
+
+
+def _fails(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", *args])
+    assert exc.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.fixture
+def trace_file(tmp_path: Path) -> Path:
+    path = tmp_path / "trace.txt"
+    path.write_text("1\n2\n1\n3\n1\n2\n")
+    return path
+
+
+def test_trace_json_is_exactly_the_contract(
+    capsys: pytest.CaptureFixture[str], trace_file: Path
+) -> None:
+    out = _ok(capsys, "--trace", str(trace_file), "--policy", "lru", "--cache-items", "2", "--json")
+    result = json.loads(out)
+    assert list(result) == CONTRACT
+    assert (result["requests"], result["hits"], result["misses"]) == (6, 2, 4)
+
+
+def test_sizes_make_bytes_read_bytes(
+    capsys: pytest.CaptureFixture[str], trace_file: Path, tmp_path: Path
+) -> None:
+    sizes = tmp_path / "sizes.txt"
+    sizes.write_text("5\n100\n30\n7\n")  # ids 0..3; the dataset is 142 bytes
+    out = _ok(
+        capsys,
+        *("--trace", str(trace_file), "--policy", "nocache", "--cache-frac", "0.5"),
+        *("--sizes", str(sizes), "--json"),
+    )
+    assert json.loads(out)["bytes_read"] == 100 + 30 + 100 + 7 + 100 + 30
+
+
+def test_verbose_adds_capacities(capsys: pytest.CaptureFixture[str], trace_file: Path) -> None:
+    out = _ok(
+        capsys,
+        "--trace",
+        str(trace_file),
+        "--policy",
+        "fifo",
+        "--cache-frac",
+        "0.5",
+        "-v",
+        "--json",
+    )
+    result = json.loads(out)
+    assert list(result)[:6] == CONTRACT
+    assert result["capacity_items"] == 1 and result["substitutions"] == 0
+
+
+def test_table_without_json(capsys: pytest.CaptureFixture[str], trace_file: Path) -> None:
+    out = _ok(capsys, "--trace", str(trace_file), "--policy", "lru,belady", "--cache-items", "2")
+    lines = out.strip().splitlines()
+    assert lines[0].split() == ["policy", "cache_items", *CONTRACT[1:]]
+    assert [line.split()[0] for line in lines[1:]] == ["lru", "belady"]
+
+
+def test_sampler_mode_sweep_plot_and_written_trace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    plot, written = tmp_path / "hit.png", tmp_path / "orders.npy"
+    out = _ok(
+        capsys,
+        *("--sampler", "random", "--n", "300", "--epochs", "3", "--seed", "4"),
+        *("--policy", "lru,minio,belady", "--cache-frac", "0.1,0.5"),
+        *("--plot", str(plot), "--write-trace", str(written), "--json"),
+    )
+    results = json.loads(out)
+    assert [(r["policy"], r["cache_frac"]) for r in results] == [
+        (p, f) for p in ("lru", "minio", "belady") for f in (0.1, 0.5)
+    ]
+    assert all(r["requests"] == 900 for r in results)
+    assert [r["hits"] for r in results if r["policy"] == "minio"] == [2 * 30, 2 * 150]
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    assert json.loads(plot.with_suffix(".json").read_text()) == results
+    sampler = RandomSampler(300, seed=4)
+    expected = np.concatenate([sampler.global_order(e) for e in range(3)])
+    assert load_trace(written).tolist() == expected.tolist()
+
+
+def test_written_text_trace_replays_to_the_same_answer(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    written = tmp_path / "orders.txt"
+    args = ("--policy", "fifo", "--cache-items", "40", "--json")
+    live = json.loads(
+        _ok(
+            capsys,
+            "--sampler",
+            "random",
+            "--n",
+            "100",
+            "--epochs",
+            "2",
+            "--write-trace",
+            str(written),
+            *args,
+        )
+    )
+    replayed = json.loads(_ok(capsys, "--trace", str(written), *args))
+    assert replayed == live
+
+
+@pytest.mark.parametrize(
+    ("content", "extra", "message"),
+    [
+        ("", (), "is empty"),
+        ("1\n-2\n", (), "negative"),
+        ("1\nfoo\n", (), "line 2: 'foo' is not an integer id"),
+        ("1\n2\n", ("--cache-items", "0"), "--cache-items must be a positive integer"),
+        ("1\n2\n", ("--cache-frac", "0"), r"--cache-frac must be in \(0, 1\]"),
+        ("1\n2\n", ("--cache-frac", "1.5"), r"--cache-frac must be in \(0, 1\]"),
+        ("1\n2\n", ("--cache-frac", "-0.1"), r"--cache-frac must be in \(0, 1\]"),
+        ("1\n2\n", ("--cache-frac", "0.5", "--policy", "nope"), "unknown policy 'nope'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    content: str,
+    extra: tuple[str, ...],
+    message: str,
+) -> None:
+    path = tmp_path / "t.txt"
+    path.write_text(content)
+    args = ["--trace", str(path), *extra]
+    if "--policy" not in extra:
+        args += ["--policy", "lru"]
+    if not any(a.startswith("--cache") for a in extra):
+        args += ["--cache-items", "1"]
+    err = _fails(capsys, *args)
+    assert err.startswith("hotset: error:") and err.count("\n") == 1
+    assert re.search(message, err)
+
+
+def test_sizes_of_the_wrong_length(
+    capsys: pytest.CaptureFixture[str], trace_file: Path, tmp_path: Path
+) -> None:
+    sizes = tmp_path / "sizes.txt"
+    sizes.write_text("1\n1\n")  # ids 0..1, but the trace uses id 3
+    err = _fails(
+        capsys,
+        "--trace",
+        str(trace_file),
+        "--policy",
+        "lru",
+        "--cache-items",
+        "1",
+        "--sizes",
+        str(sizes),
+    )
+    assert "sizes cover 2 ids" in err and "id 3" in err
+    err = _fails(
+        capsys,
+        *("--sampler", "random", "--n", "5", "--policy", "lru", "--cache-items", "1"),
+        *("--sizes", str(sizes)),
+    )
+    assert "has 2 sizes but the dataset has 5 ids" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--policy", "lru"), "exactly one of --cache-items or --cache-frac"),
+        (("--policy", "lru", "--cache-items", "1", "--cache-frac", "0.5"), "exactly one of"),
+        (("--cache-items", "1"), "--policy is required"),
+        (("--policy", "lru", "--cache-frac", "a,b"), "expected numbers"),
+    ],
+)
+def test_usage_errors_exit_2(
+    capsys: pytest.CaptureFixture[str], trace_file: Path, args: tuple[str, ...], message: str
+) -> None:
+    err = _fails(capsys, "--trace", str(trace_file), *args)
+    assert message in err
+
+
+def test_mode_errors_exit_2(capsys: pytest.CaptureFixture[str], trace_file: Path) -> None:
+    assert "exactly one of --trace, --sampler or --system" in _fails(capsys, "--policy", "lru")
+    err = _fails(capsys, "--trace", str(trace_file), "--sampler", "random")
+    assert "got --trace, --sampler" in err
+    assert "--system needs --dataset" in _fails(capsys, "--system", "lru", "--cache-frac", "0.2")
+    assert "--sampler needs --n" in _fails(
+        capsys, "--sampler", "random", "--policy", "lru", "--cache-items", "1"
+    )
