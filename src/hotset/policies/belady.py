@@ -36,8 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
-from hotset.policies.fifo import (
+from hotset.policies._common import (
     budget_limits,
     check_id,
     check_state_name,
@@ -45,6 +44,7 @@ from hotset.policies.fifo import (
     outcomes,
     size_list,
 )
+from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
 
 _MISS = int(Outcome.MISS)
 

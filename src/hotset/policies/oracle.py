@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hotset.policies._common import check_id, check_state_name, size_list, validate_trace
 from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
-from hotset.policies.fifo import check_id, check_state_name, size_list, validate_trace
 
 
 class Oracle(Policy):
