@@ -52,7 +52,8 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: bad input becomes one line on stderr and exit code 2."""
     try:
-        cli.main(args=argv, prog_name="hotset", standalone_mode=False)
+        # standalone_mode=False hands back ctx.exit(code) as a return value
+        code = cli.main(args=argv, prog_name="hotset", standalone_mode=False)
     except HotsetError as exc:
         click.echo(f"hotset: error: {exc}", err=True)
         sys.exit(2)
@@ -64,3 +65,5 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    if isinstance(code, int) and code != 0:
+        sys.exit(code)

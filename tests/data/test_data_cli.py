@@ -1,0 +1,147 @@
+"""`hotset data ...`: outputs and exit codes (0 ok, 1 verify failure, 2 bad input)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hotset.cli import main
+from hotset.data import Manifest
+from hotset.data.synth import SynthTruth
+from hotset.data.writer import encode_image
+
+
+def _exit_code(argv: list[str]) -> int:
+    try:
+        main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hotset: error:")
+    assert "\n" not in err
+    return err
+
+
+def test_synth_then_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s"
+    argv = ["data", "synth", "--out", str(out), "--n", "30", "--image-size", "8"]
+    assert (
+        _exit_code([*argv, "--classes", "3", "--noise", "0.2", "--seed", "9", "--format", "npy"])
+        == 0
+    )
+    captured = capsys.readouterr()
+    assert "wrote 30 samples" in captured.out
+    assert "synth" in captured.err  # the progress bar
+    m = Manifest.load(out)
+    assert m.num_classes == 3 and m.meta["seed"] == 9 and m.meta["format"] == "npy"
+    assert SynthTruth.load(out).flipped.sum() == 6
+
+    assert _exit_code(["data", "verify", str(out), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == f"verified 30 samples, {m.total_bytes} bytes"
+    assert captured.err == ""
+
+    (out / m.keys[3]).write_bytes(b"tampered")
+    (out / m.keys[4]).unlink()
+    assert _exit_code(["data", "verify", str(out), "-q"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert f"mismatch {m.keys[3]} expected {m.hashes[3]} actual " in lines[0]
+    assert lines[1] == f"missing {m.keys[4]}"
+    assert lines[2].startswith("FAILED")
+
+
+def test_synth_refuses_non_empty_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "x.txt").write_text("x")
+    assert _exit_code(["data", "synth", "--out", str(tmp_path), "--n", "3", "-q"]) == 2
+    assert str(tmp_path) in _error_line(capsys)
+    assert _exit_code(["data", "synth", "--out", str(tmp_path), "--n", "3", "-q", "--force"]) == 0
+    assert len(Manifest.load(tmp_path)) == 3
+
+
+@pytest.mark.parametrize(
+    ("extra", "culprit"),
+    [
+        (["--n", "0"], "--n"),
+        (["--noise", "1.5"], "--noise"),
+        (["--image-size", "3"], "--image-size"),
+        (["--classes", "1"], "--classes"),
+    ],
+)
+def test_synth_bad_values_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], culprit: str
+) -> None:
+    assert _exit_code(["data", "synth", "--out", str(tmp_path / "o"), "-q", *extra]) == 2
+    assert culprit in _error_line(capsys)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("extra", [["--format", "gif"], ["--channels", "2"], ["--n", "many"]])
+def test_synth_usage_errors_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    assert _exit_code(["data", "synth", "--out", str(tmp_path / "o"), *extra]) == 2
+    assert extra[0] in capsys.readouterr().err
+
+
+def test_digits_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _exit_code(["data", "digits", "--out", str(tmp_path / "g"), "-q"]) == 0
+    assert "wrote 1797 samples" in capsys.readouterr().out
+    assert Manifest.load(tmp_path / "g").num_classes == 10
+
+
+def test_import_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "tree"
+    for cls in ("b", "a"):
+        (root / cls).mkdir(parents=True)
+        (root / cls / "1.png").write_bytes(encode_image(np.zeros((2, 2), dtype=np.uint8), "png"))
+    assert _exit_code(["data", "import", str(root), "-q"]) == 0
+    assert "imported 2 samples" in capsys.readouterr().out
+    assert Manifest.load(root).labels.tolist() == [0, 1]
+    assert _exit_code(["data", "import", str(root), "-q", "--out", str(tmp_path / "m")]) == 0
+    assert Manifest.load(tmp_path / "m").meta["root"] == str(root.resolve())
+    assert _exit_code(["data", "verify", str(tmp_path / "m"), "-q"]) == 0
+    capsys.readouterr()
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _exit_code(["data", "import", str(empty)]) == 2
+    assert str(empty) in _error_line(capsys)
+
+
+def test_verify_missing_dataset_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _exit_code(["data", "verify", str(tmp_path / "nope")]) == 2
+    assert "nope" in _error_line(capsys)
+    (tmp_path / "manifest.csv").write_text("id,key,size,label,xxh3\n0,a.png,x,0,0123456789abcdef\n")
+    assert _exit_code(["data", "verify", str(tmp_path)]) == 2
+    assert "line 2: field size" in _error_line(capsys)
+
+
+def test_real_entry_point_exit_codes(tmp_path: Path) -> None:
+    """Through a fresh interpreter, as a shell sees it."""
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", "from hotset.cli import main; main()", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    out = tmp_path / "s"
+    assert (
+        run("data", "synth", "--out", str(out), "--n", "5", "--image-size", "4", "-q").returncode
+        == 0
+    )
+    m = Manifest.load(out)
+    (out / m.keys[0]).write_bytes(b"")
+    proc = run("data", "verify", str(out), "-q")
+    assert proc.returncode == 1
+    assert f"mismatch {m.keys[0]}" in proc.stdout
