@@ -103,6 +103,13 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--latency-ms", type=float, default=2.0, show_default=True)
 @click.option("--bandwidth-mb-s", type=float, default=100.0, show_default=True)
 @click.option("--concurrency", type=int, default=4, show_default=True)
+@click.option(
+    "--compute-ms-per-batch",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Modeled compute per step (system mode): storage waits shrink when it hides them.",
+)
 @click.option("--option", "option_pairs", multiple=True, help="System option KEY=VALUE.")
 @click.option("--out", type=click.Path(path_type=Path), help="Also write the JSON here.")
 @click.option("--progress/--no-progress", default=False, show_default=True)
@@ -129,6 +136,7 @@ def simulate(
     latency_ms: float,
     bandwidth_mb_s: float,
     concurrency: int,
+    compute_ms_per_batch: float,
     option_pairs: tuple[str, ...],
     out: Path | None,
     progress: bool,
@@ -166,6 +174,7 @@ def simulate(
             latency_ms=latency_ms,
             bandwidth_mb_s=bandwidth_mb_s,
             concurrency=concurrency,
+            compute_ms_per_batch=compute_ms_per_batch,
             options=parse_options(option_pairs),
             progress=progress,
             out=out,
@@ -282,6 +291,7 @@ def _run_system(
     latency_ms: float,
     bandwidth_mb_s: float,
     concurrency: int,
+    compute_ms_per_batch: float,
     options: dict[str, Any],
     progress: bool,
     out: Path | None,
@@ -312,6 +322,7 @@ def _run_system(
         latency_ms=latency_ms,
         bandwidth_mb_s=bandwidth_mb_s,
         concurrency=concurrency,
+        compute_ms_per_batch=compute_ms_per_batch,
         options=options,
         progress=progress,
     )

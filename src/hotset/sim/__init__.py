@@ -1,1 +1,22 @@
-"""hotset.sim."""
+"""Simulation drivers: the same policies and samplers, a virtual clock instead of waiting.
+
+``run_live`` trains a small real model under a named system (``hotset simulate
+--system``). The models live in :mod:`hotset.sim.models`, imported on first use
+because they pull in torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hotset.sim.live import run_live, stratified_split
+
+__all__ = ["make_model", "run_live", "stratified_split"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "make_model":
+        from hotset.sim.models import make_model
+
+        return make_model
+    raise AttributeError(f"module 'hotset.sim' has no attribute {name!r}")

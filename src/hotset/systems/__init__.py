@@ -1,1 +1,20 @@
-"""hotset.systems."""
+"""Named systems: sampler + scorer + policy + importance table (see :mod:`hotset.systems.base`)."""
+
+from hotset.systems.base import System, SystemSpec
+from hotset.systems.registry import (
+    all_specs,
+    build_system,
+    get_spec,
+    register_module,
+    system_names,
+)
+
+__all__ = [
+    "System",
+    "SystemSpec",
+    "all_specs",
+    "build_system",
+    "get_spec",
+    "register_module",
+    "system_names",
+]

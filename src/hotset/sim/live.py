@@ -1,0 +1,543 @@
+"""Live-training simulation: a real small model, a named system, a modeled slow store.
+
+:func:`run_live` trains a PyTorch model on the CPU while a :class:`System`
+decides the order and the cache, and reports per epoch what the storage saw
+(requests, exact hits, substitutions, storage reads and bytes, modeled I/O
+time) next to what training got (loss, validation accuracy). It is the driver
+behind ``hotset simulate --system``.
+
+What is real and what is modeled, explicitly:
+
+* **Decisions are real.** Every planned sample goes through
+  ``system.access``; the policy object is the same one the loader would drive.
+* **Storage reads are real.** Each MISS reads its bytes from the dataset's
+  store, wrapped in a virtual-clock :class:`ThrottledStore`, one
+  ``read_many`` per step; the bytes are checked against the manifest's xxh3.
+  Exact hits and substitutions never touch the store.
+* **Pixels come from one up-front decode.** All samples are decoded once
+  before training (every one hash-checked against the manifest), so a step
+  indexes a tensor instead of decoding; because the manifest hash pins the
+  bytes, the tensor equals what decoding the bytes just read would give.
+* **Time is modeled, never measured, in the policy path.** A step issues its
+  misses at the virtual now as one concurrent ``read_many`` and waits for them
+  (``store.sync``: a loader without prefetch), then computes for
+  ``compute_ms_per_batch`` (default 0; ``store.advance``). ``modeled_io_seconds``
+  sums those waits over an epoch -- with no compute time it is exactly the growth
+  of the store's virtual makespan -- and ``modeled_epoch_seconds`` adds the
+  compute. Results do not depend on how busy this machine is;
+  ``wall_seconds`` is the only measured number.
+
+Ids: the validation split is held out and never read through the cache. The
+system sees the training samples as ids ``0..n_train-1``; ``train_rows[i]`` is
+the manifest id of training id ``i`` (both lists are sorted, so the mapping is
+monotone).
+
+Training: SGD (momentum 0.9, weight decay 5e-4), learning rate cosine-annealed
+per epoch (``lr * (1 + cos(pi * e / epochs)) / 2`` for the 0-based epoch ``e``;
+per epoch rather than per step because importance samplers vary an epoch's
+length), no augmentation, per-sample cross-entropy weighted by
+``system.weights``. The model init depends only on ``seed``, so at one seed
+every system starts from the same weights and differences come from the data
+order.
+
+Epoch numbers: the system is called with 0-based epochs (``begin_epoch(0)``
+first, as samplers key their RNG by it); the JSON reports 1-based ``epoch``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.errors import HotsetError, IntegrityError
+from hotset.policies.base import Budget, IntArray, Outcome
+from hotset.samplers.base import EpochContext
+from hotset.systems.base import System
+from hotset.systems.registry import build_system, get_spec
+
+#: systems whose result does not depend on the cache size, so cache_frac may be 0
+CACHE_FREE_SYSTEMS = frozenset({"pytorch", "oracle"})
+
+#: the stream of ``default_rng([seed, _SPLIT_STREAM])`` that draws the validation split
+_SPLIT_STREAM = 0x5EED_5917
+
+#: one intra-op thread: on a shared 2-core machine two threads spin against other
+#: processes (a tiny MLP step went from 0.5 ms to 70 ms), and a fixed count keeps
+#: float reductions, hence the JSON, independent of the machine
+_THREADS = 1
+_EVAL_BATCH = 1024
+
+
+def run_live(
+    *,
+    system: str,
+    dataset: str,
+    cache_frac: float,
+    epochs: int,
+    seed: int,
+    model: str = "auto",
+    batch_size: int = 128,
+    lr: float = 0.05,
+    val_frac: float = 0.1,
+    latency_ms: float = 2.0,
+    bandwidth_mb_s: float = 100.0,
+    concurrency: int = 4,
+    options: dict[str, Any] | None = None,
+    progress: bool = False,
+    compute_ms_per_batch: float = 0.0,
+) -> dict[str, Any]:
+    """Train for ``epochs`` epochs with ``system`` on ``dataset``; return the result JSON.
+
+    ``cache_frac`` is the cache budget as a fraction of the training bytes
+    (0 < F <= 1; 0 is allowed for systems that ignore the cache). ``options``
+    go to the system's ``build``.
+    """
+    _validate(
+        system=system,
+        cache_frac=cache_frac,
+        epochs=epochs,
+        model=model,
+        batch_size=batch_size,
+        lr=lr,
+        val_frac=val_frac,
+        latency_ms=latency_ms,
+        bandwidth_mb_s=bandwidth_mb_s,
+        concurrency=concurrency,
+        compute_ms_per_batch=compute_ms_per_batch,
+    )
+    if "://" not in str(dataset) and not Path(dataset).exists():
+        raise HotsetError(f"dataset {str(dataset)!r} does not exist")
+
+    import torch
+
+    from hotset.data import open_dataset
+    from hotset.sim.models import make_model, resolve_model_name
+    from hotset.storage.throttled import ThrottledStore
+
+    manifest, inner = open_dataset(dataset)
+    labels = np.asarray(manifest.labels, dtype=np.int64)
+    if (labels < 0).any():
+        first = int(np.flatnonzero(labels < 0)[0])
+        raise HotsetError(
+            f"dataset {dataset!r}: sample {first} is unlabeled; training needs labels"
+        )
+    num_classes = int(manifest.num_classes)
+    train_rows, val_rows = stratified_split(labels, val_frac=val_frac, seed=seed)
+    n_train = len(train_rows)
+    train_sizes = np.asarray(manifest.sizes, dtype=np.int64)[train_rows]
+    capacity = math.floor(cache_frac * int(train_sizes.sum()))
+
+    images = _decode_all(inner, manifest.keys, manifest.hashes)
+    sys_obj = build_system(
+        system,
+        n=n_train,
+        budget=Budget(capacity_bytes=capacity, sizes=train_sizes),
+        seed=seed,
+        batch_size=batch_size,
+        **(options or {}),
+    )
+    store = ThrottledStore(
+        inner,
+        latency_ms=latency_ms,
+        bandwidth_mb_s=bandwidth_mb_s,
+        max_concurrency=concurrency,
+        clock="virtual",
+    )
+    future = _plan_future(sys_obj, epochs)
+
+    _, channels, height, width = images.shape
+    model_name = resolve_model_name(model, height)
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(_THREADS)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            net = make_model(
+                model_name,
+                {"channels": channels, "image_size": [height, width], "num_classes": num_classes},
+            )
+            trainer = _Trainer(
+                net=net,
+                x_train=torch.from_numpy(images[train_rows]),
+                y_train=torch.from_numpy(labels[train_rows]),
+                x_val=torch.from_numpy(images[val_rows]),
+                y_val=torch.from_numpy(labels[val_rows]),
+                lr=lr,
+                epochs=epochs,
+            )
+            del images
+            driver = _Driver(
+                system=sys_obj,
+                store=store,
+                trainer=trainer,
+                keys=[manifest.keys[r] for r in train_rows.tolist()],
+                hashes=[manifest.hashes[r] for r in train_rows.tolist()],
+                sizes=train_sizes,
+                batch_size=batch_size,
+                compute_seconds=compute_ms_per_batch / 1000.0,
+            )
+            epoch_rows = driver.run(epochs, future=future, progress=progress)
+    finally:
+        torch.set_num_threads(prev_threads)
+
+    return {
+        "system": system,
+        "dataset": str(dataset),
+        "cache_frac": float(cache_frac),
+        "seed": int(seed),
+        "model": model_name,
+        "n_train": int(n_train),
+        "n_val": len(val_rows),
+        "capacity_bytes": capacity,
+        "train_bytes": int(train_sizes.sum()),
+        "config": {
+            "batch_size": batch_size,
+            "lr": lr,
+            "val_frac": val_frac,
+            "latency_ms": latency_ms,
+            "bandwidth_mb_s": bandwidth_mb_s,
+            "concurrency": concurrency,
+            "compute_ms_per_batch": compute_ms_per_batch,
+            "options": dict(options or {}),
+        },
+        "epochs": epoch_rows,
+        "totals": _totals(epoch_rows),
+    }
+
+
+# -- pieces ---------------------------------------------------------------------
+
+
+def stratified_split(
+    labels: npt.NDArray[np.int64], *, val_frac: float, seed: int
+) -> tuple[IntArray, IntArray]:
+    """(train rows, validation rows), both sorted: ``round(val_frac * n_c)`` per class.
+
+    Seeded by ``seed`` alone, so every system at one seed holds out the same
+    samples. ``val_frac < 0.5`` leaves every class at least one training sample.
+    """
+    rng = np.random.default_rng([int(seed), _SPLIT_STREAM])
+    val_parts: list[IntArray] = []
+    for label in np.unique(labels).tolist():
+        rows = np.flatnonzero(labels == label).astype(np.int64)
+        take = math.floor(val_frac * len(rows) + 0.5)
+        if take:
+            val_parts.append(rng.permutation(rows)[:take])
+    val = np.sort(np.concatenate(val_parts)) if val_parts else np.empty(0, dtype=np.int64)
+    mask = np.ones(len(labels), dtype=bool)
+    mask[val] = False
+    return np.flatnonzero(mask).astype(np.int64), val.astype(np.int64)
+
+
+def _plan_future(system: System, epochs: int) -> list[IntArray] | None:
+    """Every epoch's order up front, handed to a policy that ``needs_future`` (Belady).
+
+    Exact only for samplers whose order ignores feedback (the random sampler):
+    the driver checks each epoch's real order against the plan and fails loudly
+    if they differ, rather than report a bound that was not one.
+    """
+    if not system.policy.needs_future:
+        return None
+    orders = [
+        np.asarray(system.sampler.order(EpochContext(epoch=e)), dtype=np.int64)
+        for e in range(epochs)
+    ]
+    system.policy.set_future(np.concatenate(orders) if orders else np.empty(0, np.int64))
+    return orders
+
+
+def _decode_all(store: Any, keys: Sequence[str], hashes: Sequence[str]) -> npt.NDArray[np.float32]:
+    """Read (uncounted by the throttled wrapper) and decode every sample once."""
+    from hotset.data.decode import decode_many
+    from hotset.data.manifest import content_hash
+
+    blobs = store.read_many(list(keys))
+    for key, blob, want in zip(keys, blobs, hashes, strict=True):
+        got = content_hash(blob)
+        if got != want:
+            raise IntegrityError(
+                f"{key!r}: content hash {got} does not match the manifest's {want}"
+            )
+    return np.ascontiguousarray(decode_many(blobs, list(keys)), dtype=np.float32)
+
+
+class _Trainer:
+    """One model, one optimizer; a weighted per-sample-loss step and an evaluation."""
+
+    def __init__(
+        self,
+        *,
+        net: Any,
+        x_train: Any,
+        y_train: Any,
+        x_val: Any,
+        y_val: Any,
+        lr: float,
+        epochs: int,
+    ) -> None:
+        import torch
+
+        self.net = net
+        self.x_train, self.y_train = x_train, y_train
+        self.x_val, self.y_val = x_val, y_val
+        self.base_lr = lr
+        self.epochs = epochs
+        self.opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+        from hotset.importance.loss import per_sample_cross_entropy
+
+        self.loss_fn = per_sample_cross_entropy
+
+    def set_epoch(self, epoch: int) -> None:
+        lr = self.base_lr * 0.5 * (1.0 + math.cos(math.pi * epoch / self.epochs))
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+
+    def step(self, ids: IntArray, weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Train on training ids ``ids``; return their per-sample losses (before the step)."""
+        import torch
+
+        index = torch.from_numpy(ids)
+        self.net.train()
+        losses = self.loss_fn(self.net(self.x_train[index]), self.y_train[index])
+        w = torch.from_numpy(np.asarray(weights, dtype=np.float32))
+        loss = (losses * w).mean()
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        return np.asarray(losses.detach().double().numpy(), dtype=np.float64)
+
+    def accuracy(self) -> float | None:
+        import torch
+
+        n = len(self.y_val)
+        if n == 0:
+            return None
+        self.net.eval()
+        correct = 0
+        with torch.no_grad():
+            for start in range(0, n, _EVAL_BATCH):
+                logits = self.net(self.x_val[start : start + _EVAL_BATCH])
+                pred = logits.argmax(dim=1)
+                correct += int((pred == self.y_val[start : start + _EVAL_BATCH]).sum())
+        return correct / n
+
+
+@dataclass
+class _EpochCounts:
+    requests: int = 0
+    exact_hits: int = 0
+    substitutions: int = 0
+    storage_reads: int = 0
+    storage_bytes: int = 0
+    io_seconds: float = 0.0
+    loss_sum: float = 0.0
+    trained: int = 0
+
+
+class _Driver:
+    """Calls the system hooks in order and counts what the storage saw."""
+
+    def __init__(
+        self,
+        *,
+        system: System,
+        store: Any,
+        trainer: _Trainer,
+        keys: list[str],
+        hashes: list[str],
+        sizes: IntArray,
+        batch_size: int,
+        compute_seconds: float,
+    ) -> None:
+        self.system = system
+        self.store = store
+        self.trainer = trainer
+        self.keys = keys
+        self.hashes = hashes
+        self.sizes = sizes
+        self.batch_size = batch_size
+        self.compute_seconds = compute_seconds
+
+    def run(
+        self, epochs: int, *, future: list[IntArray] | None, progress: bool
+    ) -> list[dict[str, Any]]:
+        from tqdm import tqdm
+
+        rows: list[dict[str, Any]] = []
+        bar = tqdm(
+            range(epochs),
+            desc=self.system.name,
+            unit="epoch",
+            file=sys.stderr,
+            disable=not progress,
+        )
+        for epoch in bar:
+            row = self._epoch(epoch, None if future is None else future[epoch])
+            rows.append(row)
+            bar.set_postfix(
+                hit=f"{row['exact_hit_ratio']:.3f}",
+                reads=row["storage_reads"],
+                acc="-" if row["val_accuracy"] is None else f"{row['val_accuracy']:.3f}",
+            )
+        return rows
+
+    def _epoch(self, epoch: int, planned: IntArray | None) -> dict[str, Any]:
+        wall_start = time.perf_counter()
+        clock_start = self.store.now
+        system = self.system
+        order = np.asarray(system.begin_epoch(epoch), dtype=np.int64)
+        if planned is not None and not np.array_equal(order, planned):
+            raise HotsetError(
+                f"system {system.name!r}: its policy needs the future, but epoch {epoch}'s "
+                "order differs from the one planned up front (the sampler uses feedback)"
+            )
+        self.trainer.set_epoch(epoch)
+        counts = _EpochCounts()
+        for start in range(0, len(order), self.batch_size):
+            self._step(epoch, order[start : start + self.batch_size], counts)
+        val_accuracy = self.trainer.accuracy()
+        train_loss = counts.loss_sum / counts.trained if counts.trained else float("nan")
+        system.end_epoch(train_loss=train_loss, val_accuracy=val_accuracy)
+        if counts.requests != counts.exact_hits + counts.substitutions + counts.storage_reads:
+            raise AssertionError(f"epoch {epoch}: hit accounting does not add up: {counts}")
+        return {
+            "epoch": epoch + 1,
+            "requests": counts.requests,
+            "exact_hits": counts.exact_hits,
+            "substitutions": counts.substitutions,
+            "storage_reads": counts.storage_reads,
+            "storage_bytes": counts.storage_bytes,
+            "exact_hit_ratio": counts.exact_hits / counts.requests if counts.requests else 0.0,
+            "train_loss": train_loss if counts.trained else None,
+            "val_accuracy": val_accuracy,
+            "modeled_io_seconds": counts.io_seconds,
+            "modeled_epoch_seconds": self.store.now - clock_start,
+            "wall_seconds": time.perf_counter() - wall_start,
+        }
+
+    def _step(self, epoch: int, planned: IntArray, counts: _EpochCounts) -> None:
+        system = self.system
+        served = np.empty(len(planned), dtype=np.int64)
+        misses: list[int] = []
+        for j, sid in enumerate(planned.tolist()):
+            decision = system.access(sid)
+            served[j] = decision.served
+            outcome = decision.outcome
+            if outcome == Outcome.HIT:
+                counts.exact_hits += 1
+            elif outcome == Outcome.SUBSTITUTION:
+                counts.substitutions += 1
+            elif outcome == Outcome.MISS:
+                misses.append(sid)
+            else:  # pragma: no cover - Outcome has three values
+                raise AssertionError(f"unknown outcome {outcome!r} for id {sid}")
+        counts.requests += len(planned)
+        if misses:
+            counts.storage_reads += len(misses)
+            issued = self.store.now
+            counts.storage_bytes += self._read(misses)
+            counts.io_seconds += self.store.sync() - issued  # the step waits for its data
+        losses = self.trainer.step(served, system.weights(served))
+        counts.loss_sum += float(losses.sum())
+        counts.trained += len(losses)
+        system.feedback(served, losses, epoch=epoch)
+        if self.compute_seconds:
+            self.store.advance(self.compute_seconds)
+
+    def _read(self, ids: list[int]) -> int:
+        """Read missed ids from the throttled store; check each against the manifest."""
+        blobs = self.store.read_many([self.keys[i] for i in ids])
+        total = 0
+        from hotset.data.manifest import content_hash
+
+        for sid, blob in zip(ids, blobs, strict=True):
+            if len(blob) != int(self.sizes[sid]) or content_hash(blob) != self.hashes[sid]:
+                raise IntegrityError(
+                    f"{self.keys[sid]!r}: the bytes read do not match the manifest "
+                    f"({len(blob)} bytes, manifest says {int(self.sizes[sid])})"
+                )
+            total += len(blob)
+        return total
+
+
+def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    totals: dict[str, Any] = {
+        key: sum(row[key] for row in rows)
+        for key in (
+            "requests",
+            "exact_hits",
+            "substitutions",
+            "storage_reads",
+            "storage_bytes",
+            "modeled_io_seconds",
+            "modeled_epoch_seconds",
+            "wall_seconds",
+        )
+    }
+    totals["exact_hit_ratio"] = (
+        totals["exact_hits"] / totals["requests"] if totals["requests"] else 0.0
+    )
+    later = rows[1:]
+    later_requests = sum(row["requests"] for row in later)
+    totals["exact_hit_ratio_after_first"] = (
+        sum(row["exact_hits"] for row in later) / later_requests if later_requests else None
+    )
+    totals["final_val_accuracy"] = rows[-1]["val_accuracy"] if rows else None
+    return totals
+
+
+def _validate(
+    *,
+    system: str,
+    cache_frac: float,
+    epochs: int,
+    model: str,
+    batch_size: int,
+    lr: float,
+    val_frac: float,
+    latency_ms: float,
+    bandwidth_mb_s: float,
+    concurrency: int,
+    compute_ms_per_batch: float,
+) -> None:
+    from hotset.sim.models import MODEL_NAMES
+
+    get_spec(system)  # unknown system -> HotsetError listing the choices
+    low_ok = system in CACHE_FREE_SYSTEMS
+    if not _finite(cache_frac) or not (
+        (0.0 <= cache_frac <= 1.0) if low_ok else (0.0 < cache_frac <= 1.0)
+    ):
+        want = "0 <= F <= 1" if low_ok else "0 < F <= 1"
+        raise HotsetError(
+            f"cache_frac must satisfy {want} for system {system!r}, got {cache_frac!r}"
+        )
+    if not isinstance(epochs, int) or epochs < 1:
+        raise HotsetError(f"epochs must be an integer >= 1, got {epochs!r}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise HotsetError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    if not _finite(val_frac) or not 0.0 <= val_frac < 0.5:
+        raise HotsetError(f"val_frac must satisfy 0 <= val_frac < 0.5, got {val_frac!r}")
+    if model not in MODEL_NAMES:
+        raise HotsetError(f"unknown model {model!r}; choose from {', '.join(MODEL_NAMES)}")
+    if not _finite(lr) or lr <= 0:
+        raise HotsetError(f"lr must be a positive number, got {lr!r}")
+    if not _finite(latency_ms) or latency_ms < 0:
+        raise HotsetError(f"latency_ms must be >= 0, got {latency_ms!r}")
+    if not _finite(bandwidth_mb_s) or bandwidth_mb_s <= 0:
+        raise HotsetError(f"bandwidth_mb_s must be > 0, got {bandwidth_mb_s!r}")
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise HotsetError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    if not _finite(compute_ms_per_batch) or compute_ms_per_batch < 0:
+        raise HotsetError(f"compute_ms_per_batch must be >= 0, got {compute_ms_per_batch!r}")
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

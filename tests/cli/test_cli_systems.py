@@ -1,0 +1,48 @@
+"""``hotset systems``: the table and the JSON list agree with the registry."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from hotset.cli import cli
+from hotset.systems.registry import get_spec, system_names
+
+
+def test_json_lists_every_system_with_summary_and_source() -> None:
+    result = CliRunner().invoke(cli, ["systems", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert [row["name"] for row in rows] == system_names()
+    for row in rows:
+        spec = get_spec(row["name"])
+        assert row == {"name": spec.name, "summary": spec.summary, "source": spec.source}
+    assert {"pytorch", "lru", "minio", "belady", "oracle"} <= {row["name"] for row in rows}
+
+
+def test_table_shows_name_summary_and_paper_section() -> None:
+    result = CliRunner().invoke(cli, ["systems"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == 2 * len(system_names())
+    for name, summary_line, source_line in zip(
+        system_names(), lines[0::2], lines[1::2], strict=True
+    ):
+        spec = get_spec(name)
+        assert summary_line.split()[0] == name
+        assert spec.summary in summary_line
+        assert source_line.strip() == f"[{spec.source}]"
+
+
+def test_unknown_option_exits_2_through_main() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", "from hotset.cli import main; main()", "systems", "--bogus"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "--bogus" in proc.stderr

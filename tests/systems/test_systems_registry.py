@@ -1,0 +1,116 @@
+"""The system registry: names, lookup, building, and the errors users see."""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from hotset.errors import HotsetError
+from hotset.policies.base import Budget
+from hotset.samplers.base import EpochContext
+from hotset.systems import registry
+from hotset.systems.base import System, SystemSpec
+from hotset.systems.registry import build_system, get_spec, register_module, system_names
+
+BASELINES = ["pytorch", "lru", "fifo", "lfu", "minio", "belady", "oracle"]
+
+
+def _budget(n: int) -> Budget:
+    return Budget(capacity_bytes=n * 10, sizes=np.full(n, 100, dtype=np.int64))
+
+
+def test_baselines_come_first_in_their_declared_order() -> None:
+    assert system_names()[: len(BASELINES)] == BASELINES
+
+
+def test_names_are_unique_and_specs_are_documented() -> None:
+    names = system_names()
+    assert len(names) == len(set(names))
+    for name in names:
+        spec = get_spec(name)
+        assert spec.name == name
+        assert spec.summary.strip() and "\n" not in spec.summary
+        assert spec.source.strip()
+
+
+@pytest.mark.parametrize("name", system_names())
+def test_every_spec_builds_a_working_system(name: str) -> None:
+    n = 40
+    system = build_system(name, n=n, budget=_budget(n), seed=3, batch_size=8)
+    assert isinstance(system, System)
+    assert system.name == name
+    if system.policy.needs_future:
+        future = [system.sampler.order(EpochContext(epoch=e)) for e in range(2)]
+        system.policy.set_future(np.concatenate(future))
+    for epoch in range(2):
+        order = system.begin_epoch(epoch)
+        assert len(order) > 0
+        assert ((order >= 0) & (order < n)).all()
+        for start in range(0, len(order), 8):
+            batch = order[start : start + 8]
+            served = np.array([system.access(int(s)).served for s in batch], dtype=np.int64)
+            assert ((served >= 0) & (served < n)).all()
+            system.feedback(served, np.linspace(0.1, 2.0, len(served)), epoch=epoch)
+        system.end_epoch(train_loss=1.0, val_accuracy=0.5)
+
+
+def test_unknown_name_lists_the_choices() -> None:
+    with pytest.raises(HotsetError, match=r"unknown system 'nope'; choose from .*pytorch.*lru"):
+        get_spec("nope")
+    with pytest.raises(HotsetError, match="unknown system 'nope'"):
+        build_system("nope", n=10, budget=_budget(10), seed=0)
+
+
+@pytest.mark.parametrize(("n", "batch_size", "match"), [(0, 8, "n=0"), (10, 0, "batch_size")])
+def test_build_rejects_bad_sizes(n: int, batch_size: int, match: str) -> None:
+    with pytest.raises(HotsetError, match=match):
+        build_system("lru", n=n, budget=_budget(10), seed=0, batch_size=batch_size)
+
+
+def _fake_spec(name: str) -> SystemSpec:
+    def build(**kwargs: object) -> System:
+        raise AssertionError("not built in this test")
+
+    return SystemSpec(name=name, summary="a test system", source="nowhere", build=build)
+
+
+@pytest.fixture
+def fake_module() -> Iterator[types.ModuleType]:
+    """A system module made at run time and registered; removed afterwards."""
+    module = types.ModuleType("hotset_test_fake_systems")
+    module.SPECS = [_fake_spec("fake_one")]  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    before = list(registry._MODULES)
+    try:
+        yield module
+    finally:
+        registry._MODULES[:] = before
+        del sys.modules[module.__name__]
+
+
+def test_registered_module_adds_its_names(fake_module: types.ModuleType) -> None:
+    register_module(fake_module.__name__)
+    register_module(fake_module.__name__)  # idempotent
+    assert system_names().count("fake_one") == 1
+    assert get_spec("fake_one").summary == "a test system"
+
+
+def test_a_name_defined_twice_is_an_error(fake_module: types.ModuleType) -> None:
+    fake_module.SPECS = [_fake_spec("lru")]  # type: ignore[attr-defined]
+    register_module(fake_module.__name__)
+    with pytest.raises(HotsetError, match="system 'lru' is defined twice"):
+        system_names()
+
+
+def test_a_listed_module_that_does_not_exist_is_an_error() -> None:
+    before = list(registry._MODULES)
+    try:
+        register_module("hotset.systems.not_written_yet")
+        with pytest.raises(ModuleNotFoundError, match="not_written_yet"):
+            system_names()
+    finally:
+        registry._MODULES[:] = before
