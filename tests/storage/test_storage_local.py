@@ -121,3 +121,15 @@ def test_hidden_temporaries_are_not_listed(tmp_path: Path) -> None:
     store.write("x/visible", b"1")
     (tmp_path / "x" / ".visible.123.tmp").write_bytes(b"partial")
     assert list(store.list_keys()) == ["x/visible"]
+
+
+def test_a_pickled_store_counts_afresh_in_the_new_process(tmp_path: Path) -> None:
+    import pickle
+
+    store = LocalStore(tmp_path)
+    store.write("a.bin", b"xyz")
+    store.read("a.bin")
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy.read("a.bin") == b"xyz"
+    assert copy.stats().reads == 1
+    assert store.stats().reads == 1

@@ -115,3 +115,73 @@ def store(
         "modeled (the virtual clock does not sleep)."
     ]
     _finish("store", result, root, as_json)
+
+
+@bench.command("loader")
+@click.option(
+    "--latency-ms",
+    "latencies",
+    default="2",
+    show_default=True,
+    help="Per-request latency; a comma list runs one table per value.",
+)
+@click.option(
+    "--concurrency", type=int, default=4, show_default=True, help="Requests in flight, job-wide."
+)
+@click.option("--workers", type=int, default=4, show_default=True)
+@click.option("--batch-size", type=int, default=64, show_default=True)
+@click.option(
+    "--compute-ms", type=float, default=20.0, show_default=True, help="Fixed compute per batch."
+)
+@click.option("--cache-frac", type=float, default=0.2, show_default=True)
+@click.option("--n", "n", type=int, default=4000, show_default=True)
+@click.option("--epochs", type=int, default=2, show_default=True)
+@click.option("--systems", default="pytorch,lru,shade", show_default=True, help="Comma list.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@_root_option
+def loader(
+    latencies: str,
+    concurrency: int,
+    workers: int,
+    batch_size: int,
+    compute_ms: float,
+    cache_frac: float,
+    n: int,
+    epochs: int,
+    systems: str,
+    seed: int,
+    as_json: bool,
+    root: Path,
+) -> None:
+    """Real-clock throughput and stall: torch DataLoader, hotset systems, no-I/O."""
+    try:
+        values = [float(v) for v in latencies.split(",") if v.strip()]
+    except ValueError:
+        raise HotsetError(f"--latency-ms: expected numbers, got {latencies!r}") from None
+    if not values or min(values) < 0:
+        raise HotsetError(f"--latency-ms: expected non-negative numbers, got {latencies!r}")
+    from hotset.bench.loader import run
+
+    names = tuple(s.strip() for s in systems.split(",") if s.strip())
+    table: list[dict[str, Any]] = []
+    runs = []
+    notes: list[str] = []
+    for latency in values:
+        click.echo(f"loader benchmark at {latency:g} ms per request ...", err=True)
+        result = run(
+            latency_ms=latency,
+            concurrency=concurrency,
+            workers=workers,
+            batch_size=batch_size,
+            compute_ms=compute_ms,
+            cache_frac=cache_frac,
+            n=n,
+            epochs=epochs,
+            systems=names,
+            seed=seed,
+        )
+        runs.append(result)
+        table += [{"latency_ms": latency} | row for row in result["table"]]
+        notes += [note for note in result.get("notes", []) if note not in notes]
+    _finish("loader", {"table": table, "notes": notes, "runs": runs}, root, as_json)

@@ -83,6 +83,16 @@ class StatsCounter:
         with self._lock:
             self._stats = StoreStats()
 
+    # A lock cannot cross a process boundary. A store handed to a spawned
+    # DataLoader worker starts counting afresh there: each process counts its
+    # own reads, and the parent's totals stay with the parent.
+    def __getstate__(self) -> dict[str, object]:
+        return {}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self._lock = threading.Lock()
+        self._stats = StoreStats()
+
 
 @runtime_checkable
 class Store(Protocol):

@@ -1,0 +1,267 @@
+"""``hotset bench loader``: samples/s and stall of the real loader over a slow store.
+
+Every row reads the same generated dataset through one job-wide modeled
+server (:class:`~hotset.storage.shared_throttle.SharedThrottledStore`:
+``latency_ms`` per request, ``concurrency`` requests in flight across *all*
+worker processes), with ``workers`` DataLoader workers, batches of
+``batch_size`` and a fixed ``compute_ms`` of "training" per batch (a sleep, so
+the figure measures the data path, not this machine's arithmetic). Rows:
+
+* ``torch`` -- a plain ``torch.utils.data.DataLoader`` (``shuffle=True``),
+  one storage request per sample, as PyTorch ships;
+* one row per hotset system (``pytorch`` = random order without a cache,
+  ``lru``, ``shade``...) at ``cache_frac`` of the dataset's bytes, with
+  per-sample losses fed back;
+* ``no-io`` -- the plain DataLoader over the bytes already in memory: the
+  ceiling when storage costs nothing (decoding and the compute sleep remain).
+
+Stall is the time the training loop waited in ``next()`` for each batch, first
+batch (worker start-up) included; ``stall_share`` is stall over wall time.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hotset.errors import HotsetError
+
+DEFAULT_SYSTEMS = ("pytorch", "lru", "shade")
+
+
+class _MemoryStore:
+    """Bytes by key in a dict: the no-I/O row's store (picklable, never slow)."""
+
+    def __init__(self, blobs: dict[str, bytes]) -> None:
+        self.blobs = blobs
+
+    def read(self, key: str) -> bytes:
+        return self.blobs[key]
+
+    def read_many(self, keys: Sequence[str]) -> list[bytes]:
+        return [self.blobs[k] for k in keys]
+
+    def size(self, key: str) -> int:
+        return len(self.blobs[key])
+
+
+class _PlainDataset:
+    """What a PyTorch user writes: one store read and one decode per ``__getitem__``."""
+
+    def __init__(self, store: Any, keys: list[str], labels: np.ndarray) -> None:
+        self.store, self.keys, self.labels = store, keys, labels
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, i: int) -> tuple[Any, int]:
+        import torch
+
+        from hotset.data.decode import decode
+
+        key = self.keys[i]
+        return torch.from_numpy(decode(self.store.read(key), key)), int(self.labels[i])
+
+
+def _timed(batches: Iterator[Any], compute_s: float, on_batch: Any = None) -> tuple[float, int]:
+    """Iterate, sleeping ``compute_s`` per batch; return (stall seconds, samples)."""
+    stall, samples = 0.0, 0
+    while True:
+        t0 = time.perf_counter()
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return stall, samples
+        stall += time.perf_counter() - t0
+        samples += len(batch[1])
+        if on_batch is not None:
+            on_batch(batch)
+        time.sleep(compute_s)
+
+
+def _plain_row(
+    name: str,
+    store: Any,
+    manifest: Any,
+    *,
+    workers: int,
+    batch_size: int,
+    epochs: int,
+    compute_s: float,
+    seed: int,
+) -> dict[str, Any]:
+    import torch
+    from torch.utils.data import DataLoader
+
+    ds = _PlainDataset(store, list(manifest.keys), np.asarray(manifest.labels))
+    gen = torch.Generator().manual_seed(seed)
+    dl: DataLoader[Any] = DataLoader(
+        ds,  # type: ignore[arg-type]  # map-style by duck typing, as PyTorch users write it
+        batch_size=batch_size,
+        shuffle=True,
+        num_workers=workers,
+        generator=gen,
+    )
+    stall, samples = 0.0, 0
+    start = time.perf_counter()
+    for _ in range(epochs):
+        s, k = _timed(iter(dl), compute_s)
+        stall += s
+        samples += k
+    wall = time.perf_counter() - start
+    return _row(name, samples, wall, stall, hits=None, reads=samples)
+
+
+def _row(
+    name: str, samples: int, wall: float, stall: float, *, hits: float | None, reads: int
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "samples_per_s": round(samples / wall, 1) if wall > 0 else math.inf,
+        "stall_seconds": round(stall, 3),
+        "stall_share": round(stall / wall, 3) if wall > 0 else 0.0,
+        "exact_hit_ratio": hits,
+        "storage_reads": reads,
+        "wall_seconds": round(wall, 3),
+    }
+
+
+def _hotset_row(
+    system: str,
+    data: Any,
+    *,
+    cache_frac: float,
+    workers: int,
+    batch_size: int,
+    epochs: int,
+    compute_s: float,
+    seed: int,
+    io_threads: int,
+) -> dict[str, Any]:
+    import torch
+
+    from hotset.torch import loader as make_loader
+
+    cache = None if system == "pytorch" else cache_frac
+    with make_loader(
+        data,
+        system=system,
+        cache=cache,
+        batch_size=batch_size,
+        num_workers=workers,
+        seed=seed,
+        io_threads=io_threads,
+        check_store="off",
+    ) as ld:
+        rng = np.random.default_rng(seed)
+
+        def feedback(batch: Any) -> None:
+            ids = batch[2]
+            ld.update(ids, torch.from_numpy(rng.random(len(ids)) + 0.1))
+
+        start = time.perf_counter()
+        for epoch in range(epochs):
+            ld.set_epoch(epoch)
+            _timed(iter(ld), compute_s, feedback)
+        wall = time.perf_counter() - start
+        rows = ld.report()
+    requests = sum(r["requests"] for r in rows)
+    hits = sum(r["exact_hits"] for r in rows)
+    reads = sum(r["storage_reads"] + r["rebuild_reads"] for r in rows)
+    stall = sum(r["stall_seconds"] for r in rows)
+    out = _row(system, requests, wall, stall, hits=round(hits / requests, 4), reads=reads)
+    out["per_epoch_samples_per_s"] = [round(r["samples_per_s"], 1) for r in rows]
+    return out
+
+
+def run(
+    *,
+    latency_ms: float = 2.0,
+    concurrency: int = 4,
+    workers: int = 4,
+    batch_size: int = 64,
+    compute_ms: float = 20.0,
+    cache_frac: float = 0.2,
+    n: int = 4000,
+    epochs: int = 2,
+    systems: Sequence[str] = DEFAULT_SYSTEMS,
+    image_size: int = 16,
+    io_threads: int = 8,
+    seed: int = 0,
+    dataset: str | None = None,
+) -> dict[str, Any]:
+    """Measure every row once; ``dataset`` (a directory) skips generating a synthetic one."""
+    from hotset.data import SynthConfig, make_synth
+    from hotset.storage.local import LocalStore
+    from hotset.storage.shared_throttle import SharedThrottledStore
+    from hotset.systems.registry import get_spec
+    from hotset.torch import open_dataset
+
+    for name in systems:
+        get_spec(name)
+    if not 0 < cache_frac <= 1:
+        raise HotsetError(f"cache_frac must be in (0, 1], got {cache_frac!r}")
+    if epochs < 1 or workers < 0 or batch_size < 1 or compute_ms < 0:
+        raise HotsetError("epochs and batch_size must be >= 1, workers and compute_ms >= 0")
+    with tempfile.TemporaryDirectory(prefix="hotset-bench-") as tmp:
+        if dataset is None:
+            dataset = str(Path(tmp) / "synth")
+            make_synth(dataset, SynthConfig(n=n, image_size=image_size, seed=seed), workers=1)
+        data = open_dataset(dataset)
+        manifest = data.manifest
+        inner = data.store
+        assert isinstance(inner, LocalStore)
+        compute_s = compute_ms / 1000.0
+
+        def throttled() -> SharedThrottledStore:
+            return SharedThrottledStore(inner, latency_ms=latency_ms, max_concurrency=concurrency)
+
+        common = {"workers": workers, "batch_size": batch_size, "epochs": epochs}
+        table = [
+            _plain_row("torch", throttled(), manifest, compute_s=compute_s, seed=seed, **common)
+        ]
+        for name in systems:
+            table.append(
+                _hotset_row(
+                    name,
+                    data.with_store(throttled()),
+                    cache_frac=cache_frac,
+                    compute_s=compute_s,
+                    seed=seed,
+                    io_threads=io_threads,
+                    **common,
+                )
+            )
+        memory = _MemoryStore({k: inner.read(k) for k in manifest.keys})
+        row = _plain_row("no-io", memory, manifest, compute_s=compute_s, seed=seed, **common)
+        row["storage_reads"] = 0
+        table.append(row)
+    return {
+        "params": {
+            "latency_ms": latency_ms,
+            "concurrency": concurrency,
+            "workers": workers,
+            "batch_size": batch_size,
+            "compute_ms": compute_ms,
+            "cache_frac": cache_frac,
+            "n": len(manifest),
+            "epochs": epochs,
+            "image_size": image_size,
+            "io_threads": io_threads,
+            "seed": seed,
+        },
+        "table": table,
+        "notes": [
+            f"one modeled server for the whole job: {latency_ms:g} ms per request, "
+            f"{concurrency} requests in flight across all {workers} workers (real clock)",
+            f"compute is a {compute_ms:g} ms sleep per batch; ceiling "
+            f"{1000.0 * batch_size / compute_ms if compute_ms else math.inf:.0f} samples/s",
+            "stall = time the loop waited in next(), worker start-up included",
+        ],
+    }

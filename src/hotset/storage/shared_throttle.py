@@ -1,0 +1,162 @@
+"""One modeled remote server shared by every process of a job (DataLoader workers).
+
+:class:`~hotset.storage.throttled.ThrottledStore` keeps its lanes and its link in
+one process, so four DataLoader workers with a 4-lane store each would model a
+16-request server. :class:`SharedThrottledStore` keeps the same schedule (the
+lanes-plus-one-link model of :mod:`hotset.storage.throttled`) in a small shared
+array guarded by a process-shared lock: a request booked by any worker delays the
+requests every other worker books after it, so "4 in flight" holds job-wide.
+
+Time is ``time.monotonic()``, which is system-wide on Linux (CLOCK_MONOTONIC),
+so bookings made by different processes are on one clock. Only real time is
+modeled here: the virtual clock belongs to single-process simulations.
+
+The shared state travels to workers by inheritance (fork, or pickling while a
+process is being spawned, which is how DataLoader starts workers), so it works
+with every start method; pickling it any other time fails, as it must.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from hotset.errors import HotsetError
+from hotset.storage.base import StatsCounter, Store, StoreStats
+from hotset.storage.throttled import BYTES_PER_MB, _check_number
+
+# shared array layout: [origin, link_free, makespan, lane_free * lanes]
+_ORIGIN, _LINK, _MAKESPAN, _LANES = 0, 1, 2, 3
+
+
+class SharedThrottledStore:
+    """Wrap ``inner`` so reads cost ``latency_ms`` each, ``max_concurrency`` at a time, job-wide.
+
+    ``bandwidth_mb_s`` (MB = 10^6 bytes, ``math.inf`` for none) is one link shared
+    by every request of every process. Writes pass through unthrottled (the
+    loader never writes to the dataset store). ``context`` is the
+    multiprocessing start method the workers will use (``None``: the default).
+    """
+
+    def __init__(
+        self,
+        inner: Store,
+        *,
+        latency_ms: float = 0.0,
+        bandwidth_mb_s: float = math.inf,
+        max_concurrency: int = 1,
+        context: str | None = None,
+    ) -> None:
+        if not isinstance(inner, Store):
+            raise HotsetError(f"inner: expected a Store, got {inner!r}")
+        latency = _check_number("latency_ms", latency_ms, allow_inf=False)
+        if latency < 0:
+            raise HotsetError(f"latency_ms: must be >= 0, got {latency_ms!r}")
+        bandwidth = _check_number("bandwidth_mb_s", bandwidth_mb_s, allow_inf=True)
+        if bandwidth <= 0:
+            raise HotsetError(f"bandwidth_mb_s: must be > 0, got {bandwidth_mb_s!r}")
+        if (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            raise HotsetError(f"max_concurrency: must be an integer >= 1, got {max_concurrency!r}")
+        ctx = multiprocessing.get_context(context)
+        self.inner = inner
+        self.latency_ms = latency
+        self.bandwidth_mb_s = bandwidth
+        self.max_concurrency = max_concurrency
+        self._latency_s = latency / 1000.0
+        self._bytes_per_s = bandwidth * BYTES_PER_MB
+        self._lock: Any = ctx.Lock()
+        self._state: Any = ctx.RawArray("d", _LANES + max_concurrency)
+        self._state[_ORIGIN] = time.monotonic()
+        self._stats = StatsCounter()
+
+    # -- the schedule ------------------------------------------------------------
+
+    def _book(self, sizes: Sequence[int]) -> list[tuple[float, float]]:
+        """Book one request per size now; return absolute (start, finish) monotonic times."""
+        state, lanes = self._state, self.max_concurrency
+        out: list[tuple[float, float]] = []
+        with self._lock:
+            now = time.monotonic()
+            for nbytes in sizes:
+                lane = min(range(lanes), key=lambda i: state[_LANES + i])
+                start = max(now, state[_LANES + lane])
+                transfer_start = max(start + self._latency_s, state[_LINK])
+                finish = transfer_start + nbytes / self._bytes_per_s
+                state[_LINK] = finish
+                state[_LANES + lane] = finish
+                state[_MAKESPAN] = max(state[_MAKESPAN], finish)
+                out.append((start, finish))
+        return out
+
+    def _charge(self, sizes: Sequence[int]) -> float:
+        bookings = self._book(sizes)
+        total = 0.0
+        for start, finish in sorted(bookings, key=lambda b: b[1]):
+            while True:
+                now = time.monotonic()
+                if now >= finish:
+                    break
+                time.sleep(finish - now)
+            total += now - start
+        return total
+
+    @property
+    def modeled_seconds(self) -> float:
+        """When the last request booked so far finishes, in seconds since creation."""
+        with self._lock:
+            return float(self._state[_MAKESPAN] - self._state[_ORIGIN])
+
+    # -- the Store protocol (counters are per process) ---------------------------------
+
+    def read(self, key: str) -> bytes:
+        data = self.inner.read(key)
+        self._stats.add_read(len(data), self._charge([len(data)]))
+        return data
+
+    def read_many(self, keys: Sequence[str]) -> list[bytes]:
+        """One request per key, all issued at once."""
+        datas = self.inner.read_many(keys)
+        sizes = [len(d) for d in datas]
+        if sizes:
+            self._stats.add_read(sum(sizes), self._charge(sizes), count=len(sizes))
+        return datas
+
+    def size(self, key: str) -> int:
+        return self.inner.size(key)
+
+    def exists(self, key: str) -> bool:
+        return self.inner.exists(key)
+
+    def write(self, key: str, data: bytes) -> None:
+        self.inner.write(key, data)
+
+    def list_keys(self) -> Iterable[str]:
+        return self.inner.list_keys()
+
+    def stats(self) -> StoreStats:
+        return self._stats.snapshot()
+
+    def reset_stats(self) -> None:
+        self._stats.reset()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_stats"] = None  # a thread lock: each process counts its own reads
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._stats = StatsCounter()
+
+    def __repr__(self) -> str:
+        return (
+            f"SharedThrottledStore({self.inner!r}, latency_ms={self.latency_ms:g}, "
+            f"bandwidth_mb_s={self.bandwidth_mb_s:g}, max_concurrency={self.max_concurrency})"
+        )

@@ -1,0 +1,84 @@
+"""What a user opens: a manifest, the store holding its bytes, and how to decode them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from hotset.data.manifest import Manifest
+from hotset.errors import HotsetError
+from hotset.storage.base import Store
+
+DecodeSpec = str | Callable[[bytes, str], Any]
+DECODE_MODES = ("image", "bytes")
+
+
+def check_decode(decode: object) -> DecodeSpec:
+    if callable(decode):
+        return decode
+    if decode not in DECODE_MODES:
+        raise HotsetError(
+            f"decode must be one of {', '.join(DECODE_MODES)} or a callable(bytes, key), "
+            f"got {decode!r}"
+        )
+    assert isinstance(decode, str)
+    return decode
+
+
+@dataclass(frozen=True)
+class HotsetDataset:
+    """A dataset the loader can read: ``manifest`` ids ``0..N-1`` with keys into ``store``.
+
+    ``decode`` is ``"image"`` (PNG/JPEG/NPY to a float32 ``C,H,W`` tensor in
+    [0, 1], via :func:`hotset.data.decode.decode`), ``"bytes"`` (the raw bytes;
+    a batch's ``x`` is then a list of ``bytes``) or a callable ``(bytes, key)``.
+    ``transform`` is applied to each decoded sample (for ``"image"``, a tensor).
+    """
+
+    manifest: Manifest
+    store: Store
+    decode: DecodeSpec = "image"
+    transform: Callable[[Any], Any] | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.manifest, Manifest):
+            raise HotsetError(f"manifest: expected a Manifest, got {self.manifest!r:.80}")
+        if not isinstance(self.store, Store):
+            raise HotsetError(f"store: expected a Store, got {self.store!r:.80}")
+        check_decode(self.decode)
+        if self.transform is not None and not callable(self.transform):
+            raise HotsetError(f"transform must be callable, got {self.transform!r:.80}")
+
+    def __len__(self) -> int:
+        return len(self.manifest)
+
+    def with_store(self, store: Store) -> HotsetDataset:
+        """The same dataset read through another store (e.g. a throttled wrapper)."""
+        return replace(self, store=store)
+
+
+def open_dataset(
+    location: str | os.PathLike[str],
+    *,
+    decode: DecodeSpec = "image",
+    transform: Callable[[Any], Any] | None = None,
+    store: Store | None = None,
+) -> HotsetDataset:
+    """Open a dataset directory, manifest csv or URL (``file://``, ``memory://``, ``s3://``).
+
+    ``store`` overrides the store the manifest's keys are read from (it must
+    hold the same keys), e.g. to wrap it in a throttle for a benchmark.
+    """
+    from hotset.data import open_dataset as open_manifest
+
+    manifest, found = open_manifest(location)
+    return HotsetDataset(
+        manifest=manifest,
+        store=store if store is not None else found,
+        decode=check_decode(decode),
+        transform=transform,
+        source=os.fspath(location),
+    )

@@ -1,0 +1,240 @@
+"""The worker side: execute one :class:`BatchPlan` -- move bytes, decide nothing.
+
+For a plan, a worker (or the main process when ``num_workers == 0``):
+
+1. starts the storage reads of the batch's misses on a bounded pool of I/O
+   threads (``io_threads`` per process), so a batch's misses overlap each other
+   and, across workers, the training loop's compute;
+2. waits until the latest earlier batch that put one of its cached ids has
+   written (``wait_for``), then reads its hits and substitutions from the cache
+   in one ``get_many``; an id the policy holds but the cache does not (its put
+   was abandoned, the cache was cleared on resume, a shared Redis entry was
+   deleted through a twin id) is read from storage as a *rebuild read*, counted
+   apart from storage reads, and put back;
+3. waits for its write turn (``seq - 1`` written), deletes the plan's net
+   evictions, puts its net admissions plus rebuilt ids, and marks ``seq`` written;
+4. decodes and collates ``(x, y, ids, w)``, plus a small ``info`` dict of what it did.
+
+Every storage read is checked against the manifest's size (always) and xxh3
+(``verify=True``); with ``verify`` the cache re-hashes what it serves too.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.cachestore.base import CacheKey, CacheStore
+from hotset.errors import HotsetError, IntegrityError
+from hotset.policies.base import Outcome
+from hotset.storage.base import Store
+from hotset.torch.dataset import DecodeSpec
+from hotset.torch.plan import BatchPlan
+from hotset.torch.sequencer import Sequencer
+
+try:  # a torch Dataset so DataLoader treats it as map-style; plain object if torch is absent
+    from torch.utils.data import Dataset as _TorchDataset
+except ImportError:  # pragma: no cover - the loader needs torch anyway
+    _TorchDataset = object  # type: ignore[assignment,misc]
+
+
+def identity_collate(batch: Any) -> Any:
+    """The DataLoader's collate_fn: a fetched plan is already a collated batch."""
+    return batch
+
+
+class BatchFetcher(_TorchDataset):
+    """A map-style dataset whose "index" is a BatchPlan and whose item is a whole batch."""
+
+    def __init__(
+        self,
+        *,
+        keys: Sequence[str],
+        hashes: Sequence[str],
+        sizes: npt.NDArray[np.int64],
+        labels: npt.NDArray[np.int64],
+        store: Store,
+        cache: CacheStore | None,
+        sequencer: Sequencer,
+        decode: DecodeSpec,
+        transform: Callable[[Any], Any] | None,
+        io_threads: int,
+        verify: bool,
+    ) -> None:
+        self.keys = list(keys)
+        self.hashes = list(hashes)
+        self.sizes = sizes
+        self.labels = labels
+        self.store = store
+        self.cache = cache
+        self.sequencer = sequencer
+        self.decode = decode
+        self.transform = transform
+        self.io_threads = io_threads
+        self.verify = verify
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = -1
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_pool"] = None  # threads never cross a process boundary
+        state["_pool_pid"] = -1
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    def pool(self) -> ThreadPoolExecutor:
+        if self._pool is None or self._pool_pid != os.getpid():
+            self._pool = ThreadPoolExecutor(self.io_threads, thread_name_prefix="hotset-io")
+            self._pool_pid = os.getpid()
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None and self._pool_pid == os.getpid():
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = None
+
+    def _key(self, sid: int) -> CacheKey:
+        return CacheKey(sid, self.hashes[sid])
+
+    def _read(self, sid: int) -> bytes:
+        data = self.store.read(self.keys[sid])
+        if len(data) != int(self.sizes[sid]):
+            raise IntegrityError(
+                f"{self.keys[sid]!r} (id {sid}): the store returned {len(data)} bytes, "
+                f"the manifest says {int(self.sizes[sid])}"
+            )
+        if self.verify:
+            from hotset.data.manifest import content_hash
+
+            got = content_hash(data)
+            if got != self.hashes[sid]:
+                raise IntegrityError(
+                    f"{self.keys[sid]!r} (id {sid}): stored bytes hash to {got}, "
+                    f"the manifest says {self.hashes[sid]}"
+                )
+        return data
+
+    def __getitem__(self, plan: BatchPlan) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        if not isinstance(plan, BatchPlan):
+            raise HotsetError(f"the loader's dataset takes BatchPlans, got {type(plan).__name__}")
+        start = time.perf_counter()
+        blobs, info = self._move_bytes(plan)
+        info["io_seconds"] = time.perf_counter() - start
+        x = self._collate([self._decode_one(blobs[sid], sid) for sid in plan.served.tolist()])
+        import torch
+
+        y = torch.from_numpy(self.labels[plan.served])
+        ids = torch.from_numpy(plan.served.copy())
+        w = torch.from_numpy(plan.weights.astype(np.float32))
+        outcomes = plan.outcomes
+        info.update(
+            epoch=plan.epoch,
+            index=plan.index,
+            requests=len(plan),
+            exact_hits=int((outcomes == Outcome.HIT).sum()),
+            substitutions=int((outcomes == Outcome.SUBSTITUTION).sum()),
+            misses=int((outcomes == Outcome.MISS).sum()),
+            fetch_seconds=time.perf_counter() - start,
+            pid=os.getpid(),
+        )
+        return x, y, ids, w, info
+
+    # -- bytes --------------------------------------------------------------------
+    def _move_bytes(self, plan: BatchPlan) -> tuple[dict[int, bytes], dict[str, Any]]:
+        pool = self.pool()
+        is_miss = plan.outcomes == Outcome.MISS
+        miss_ids = list(dict.fromkeys(plan.requested[is_miss].tolist()))
+        reads: dict[int, Future[bytes]] = {sid: pool.submit(self._read, sid) for sid in miss_ids}
+        cached = [s for s in dict.fromkeys(plan.served[~is_miss].tolist()) if s not in reads]
+        blobs: dict[int, bytes] = {}
+        rebuild: dict[int, Future[bytes]] = {}
+        wait_s = 0.0
+        error: BaseException | None = None
+        try:
+            if cached and self.cache is not None:
+                wait_s += self.sequencer.wait_until(
+                    plan.wait_for, generation=plan.generation, what=f"batch seq {plan.seq}"
+                )
+                got = self.cache.get_many([self._key(s) for s in cached])
+                for sid, data in zip(cached, got, strict=True):
+                    if data is None:
+                        rebuild[sid] = pool.submit(self._read, sid)
+                    else:
+                        blobs[sid] = data
+            else:
+                rebuild = {sid: pool.submit(self._read, sid) for sid in cached}
+            for sid, fut in reads.items():
+                blobs[sid] = fut.result()
+            for sid, fut in rebuild.items():
+                blobs[sid] = fut.result()
+        except BaseException as exc:  # still take the write turn, or later batches would stall
+            error = exc
+        t = time.perf_counter()
+        self._write(plan, blobs, rebuild)
+        wait_s += time.perf_counter() - t
+        if error is not None:
+            raise error
+        info: dict[str, Any] = {
+            "storage_reads": len(reads),
+            "storage_bytes": sum(len(blobs[s]) for s in reads),
+            "rebuild_reads": len(rebuild),
+            "rebuild_bytes": sum(len(blobs[s]) for s in rebuild),
+            "cache_reads": len(cached) - len(rebuild),
+            "wait_seconds": wait_s,
+        }
+        return blobs, info
+
+    def _write(
+        self, plan: BatchPlan, blobs: dict[int, bytes], rebuild: dict[int, Future[bytes]]
+    ) -> None:
+        with self.sequencer.writing(plan.seq, generation=plan.generation):
+            if self.cache is None:
+                return
+            if len(plan.deletes):
+                self.cache.delete_many([self._key(s) for s in plan.deletes.tolist()])
+            gone = set(plan.deletes.tolist())
+            items = [(self._key(s), blobs[s]) for s in plan.puts.tolist() if s in blobs]
+            items += [(self._key(s), blobs[s]) for s in rebuild if s in blobs and s not in gone]
+            if items:
+                self.cache.put_many(items)
+
+    # -- decoding -----------------------------------------------------------------
+    def _decode_one(self, data: bytes, sid: int) -> Any:
+        mode = self.decode
+        if mode == "bytes":
+            out: Any = data
+        elif mode == "image":
+            import torch
+
+            from hotset.data.decode import decode
+
+            out = torch.from_numpy(decode(data, self.keys[sid]))
+        else:
+            assert callable(mode)
+            out = mode(data, self.keys[sid])
+        return self.transform(out) if self.transform is not None else out
+
+    @staticmethod
+    def _collate(samples: list[Any]) -> Any:
+        import torch
+
+        if samples and all(isinstance(s, torch.Tensor) for s in samples):
+            shape = samples[0].shape
+            if all(s.shape == shape for s in samples):
+                return torch.stack(samples)
+        if samples and all(isinstance(s, np.ndarray) for s in samples):
+            shape = samples[0].shape
+            if all(s.shape == shape for s in samples):
+                return torch.from_numpy(np.stack(samples))
+        return samples

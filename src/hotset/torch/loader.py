@@ -1,0 +1,635 @@
+"""The real loader: a PyTorch DataLoader whose order and cache a hotset System decides.
+
+Usage (see ``hotset.loader``)::
+
+    data = hotset.open_dataset("file:///data/train", decode="image", transform=tf)
+    loader = hotset.loader(data, system="shade", cache="2gb", batch_size=256, num_workers=8)
+    for epoch in range(epochs):
+        loader.set_epoch(epoch)
+        for x, y, ids, w in loader:
+            loss = F.cross_entropy(model(x), y, reduction="none")
+            loader.update(ids, loss.detach())
+            (loss * w).mean().backward()
+    ckpt["data"] = loader.state_dict()
+
+How it is built, and why:
+
+* **One planner, in the main process.** The DataLoader gets a sampler whose
+  items are whole :class:`~hotset.torch.plan.BatchPlan` objects
+  (``batch_size=None``: automatic batching off), made lazily as the DataLoader
+  asks for the next index, so every policy call happens in one place and in a
+  fixed order. Feedback is applied with the fixed lag ``num_workers *
+  prefetch_factor`` (see :mod:`hotset.torch.plan`), so the decisions are those
+  a simulator loop with the same lag makes.
+* **Workers move bytes only** (:mod:`hotset.torch.fetch`), and apply cache
+  writes in plan order (:mod:`hotset.torch.sequencer`).
+* **No torch internals are touched**: a stock DataLoader with a custom sampler,
+  dataset and collate function; pin_memory, persistent_workers, timeouts and
+  multiprocessing contexts are the DataLoader's own.
+
+Epoch life cycle: ``iter(loader)`` begins an epoch (closing the previous one:
+remaining feedback applied, ``system.end_epoch`` called with the mean training
+loss and the accuracy given to :meth:`HotsetLoader.record_validation`). An
+epoch abandoned midway (a ``break``) is closed the same way at the next
+``iter``; plans the workers never executed are abandoned, their evictions
+applied to the cache and their admissions rebuilt lazily.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import secrets
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+from torch.utils.data import Sampler
+
+from hotset.cachestore.base import CacheStore
+from hotset.errors import HotsetError
+from hotset.importance.table import as_ids, as_values
+from hotset.policies.base import Budget
+from hotset.systems.base import System
+from hotset.torch.checks import check_budget, check_manifest_matches_store
+from hotset.torch.dataset import HotsetDataset, open_dataset
+from hotset.torch.fetch import BatchFetcher, identity_collate
+from hotset.torch.plan import EpochLog, Feedback, Planner
+from hotset.torch.sequencer import Sequencer
+from hotset.units import parse_bytes
+
+STATE_VERSION = 1
+_EMBEDDED = ("memory", "shm")
+_COUNTERS = (
+    "batches",
+    "requests",
+    "exact_hits",
+    "substitutions",
+    "misses",
+    "storage_reads",
+    "storage_bytes",
+    "rebuild_reads",
+    "rebuild_bytes",
+)
+
+
+def _check_int(name: str, value: object, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise HotsetError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def _dist_rank_world() -> tuple[int, int]:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return int(dist.get_rank()), int(dist.get_world_size())
+    return 0, 1
+
+
+def system_state(system: System) -> dict[str, Any]:
+    """Everything of a System that changes while it runs (sampler/scorer are pure)."""
+    try:
+        policy = system.policy.state_dict()
+    except NotImplementedError as exc:
+        raise HotsetError(f"system {system.name!r}: {exc}; its loader cannot checkpoint") from None
+    return {
+        "policy": policy,
+        "table": system.table.state_dict(),
+        "val_accuracy": list(system.val_accuracy),
+        "train_loss": list(system.train_loss),
+    }
+
+
+def load_system_state(system: System, state: Mapping[str, Any]) -> None:
+    for key in ("policy", "table", "val_accuracy", "train_loss"):
+        if key not in state:
+            raise HotsetError(f"loader state: system state lacks {key!r}")
+    try:
+        system.policy.load_state_dict(state["policy"])
+    except NotImplementedError as exc:
+        raise HotsetError(f"system {system.name!r}: {exc}") from None
+    system.table.load_state_dict(state["table"])
+    system.val_accuracy[:] = [float(v) for v in state["val_accuracy"]]
+    system.train_loss[:] = [float(v) for v in state["train_loss"]]
+
+
+class _EpochStats:
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.counts = dict.fromkeys(_COUNTERS, 0)
+        self.stall_seconds = 0.0
+        self.wall_seconds = 0.0
+        self.finished = False
+
+    def add(self, info: Mapping[str, Any], stall: float) -> None:
+        c = self.counts
+        c["batches"] += 1
+        for key in _COUNTERS[1:]:
+            c[key] += int(info[key])
+        self.stall_seconds += stall
+
+    def row(self) -> dict[str, Any]:
+        c = self.counts
+        row: dict[str, Any] = {"epoch": self.epoch, **c}
+        row["exact_hit_ratio"] = c["exact_hits"] / c["requests"] if c["requests"] else 0.0
+        row["stall_seconds"] = self.stall_seconds
+        row["wall_seconds"] = self.wall_seconds
+        row["stall_share"] = self.stall_seconds / self.wall_seconds if self.wall_seconds else 0.0
+        row["samples_per_s"] = c["requests"] / self.wall_seconds if self.wall_seconds else 0.0
+        row["finished"] = self.finished
+        return row
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "epoch": self.epoch,
+            "counts": dict(self.counts),
+            "stall_seconds": self.stall_seconds,
+            "wall_seconds": self.wall_seconds,
+            "finished": self.finished,
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> _EpochStats:
+        out = cls(int(state["epoch"]))
+        out.counts.update({k: int(v) for k, v in state["counts"].items()})
+        out.stall_seconds = float(state["stall_seconds"])
+        out.wall_seconds = float(state["wall_seconds"])
+        out.finished = bool(state["finished"])
+        return out
+
+
+class _PlanSampler(Sampler[Any]):
+    """The DataLoader's sampler: each item is the next BatchPlan of the current epoch.
+
+    It holds the planner, not the loader: a loader -> DataLoader -> sampler ->
+    loader cycle would leave persistent workers to the cycle collector, which
+    may finalize the workers' queues before the iterator that shuts them down.
+    """
+
+    def __init__(self, planner: Planner) -> None:
+        self._planner = planner
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._planner.plans()
+
+    def __len__(self) -> int:
+        return self._planner.n_batches - self._planner.planned
+
+
+class HotsetLoader:
+    """An iterable of ``(x, y, ids, w)`` batches; see the module docstring and :func:`loader`."""
+
+    def __init__(
+        self,
+        data: HotsetDataset,
+        *,
+        system: str = "lru",
+        cache: str | int | float | None = None,
+        cache_bytes: int | str | None = None,
+        batch_size: int = 64,
+        num_workers: int = 0,
+        seed: int = 0,
+        pin_memory: bool = False,
+        persistent_workers: bool = False,
+        prefetch_factor: int | None = None,
+        io_threads: int = 8,
+        drop_last: bool = False,
+        verify: bool = False,
+        rank: int | None = None,
+        world_size: int | None = None,
+        system_options: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
+        check_store: str = "auto",
+        progress: bool = False,
+        timeout: float = 0.0,
+        multiprocessing_context: str | None = None,
+        worker_init_fn: Callable[[int], None] | None = None,
+    ) -> None:
+        from torch.utils.data import DataLoader
+
+        from hotset.policies.nocache import NoCache
+        from hotset.systems.registry import build_system, get_spec
+
+        if not isinstance(data, HotsetDataset):
+            raise HotsetError(
+                f"data must be a HotsetDataset (hotset.open_dataset(...)), got {data!r:.80}"
+            )
+        get_spec(system)  # unknown name -> HotsetError listing the known ones
+        batch_size = _check_int("batch_size", batch_size, 1)
+        num_workers = _check_int("num_workers", num_workers, 0)
+        io_threads = _check_int("io_threads", io_threads, 1)
+        seed = _check_int("seed", seed, 0)
+        if num_workers == 0:
+            if prefetch_factor is not None:
+                raise HotsetError("prefetch_factor needs num_workers > 0")
+            if persistent_workers:
+                raise HotsetError("persistent_workers=True needs num_workers > 0")
+            lag = 0
+        else:
+            prefetch_factor = 2 if prefetch_factor is None else prefetch_factor
+            prefetch_factor = _check_int("prefetch_factor", prefetch_factor, 1)
+            lag = num_workers * prefetch_factor
+        if rank is None and world_size is None:
+            rank, world_size = _dist_rank_world()
+        rank = _check_int("rank", 0 if rank is None else rank, 0)
+        world_size = _check_int("world_size", 1 if world_size is None else world_size, 1)
+        if rank >= world_size:
+            raise HotsetError(f"rank {rank} is not below world_size {world_size}")
+
+        manifest = data.manifest
+        n = len(manifest)
+        sizes = np.asarray(manifest.sizes, dtype=np.int64)
+        spec, capacity = self._resolve_cache(cache, cache_bytes, int(sizes.sum()))
+        self.system: System = build_system(
+            system,
+            n=n,
+            budget=Budget(capacity_bytes=capacity, sizes=sizes),
+            seed=seed,
+            batch_size=batch_size,
+            **dict(system_options or {}),
+        )
+        if self.system.policy.needs_future:
+            raise HotsetError(
+                f"system {system!r} needs the whole future (an offline bound); "
+                "run it in the simulator (hotset simulate), not the loader"
+            )
+        from hotset.policies.oracle import Oracle
+
+        if isinstance(self.system.policy, Oracle):
+            raise HotsetError(
+                f"system {system!r} is a bound that holds everything without charging the "
+                "budget; it cannot drive a real cache (the simulator and the loader "
+                "benchmark's no-io row measure it)"
+            )
+        caching = not isinstance(self.system.policy, NoCache)
+        if caching:
+            check_budget(capacity, sizes, batch_size)
+        check_manifest_matches_store(manifest, data.store, mode=check_store, seed=seed)
+
+        self.data = data
+        self.batch_size = batch_size
+        self.num_workers = num_workers
+        self.rank, self.world_size = rank, world_size
+        self.seed = seed
+        self.lag = lag
+        self.capacity_bytes = capacity if caching else 0
+        self.progress = progress
+        self.cache: CacheStore | None = None
+        if caching:
+            from hotset.cachestore.registry import open_cache
+
+            ns = namespace or f"hotset-{secrets.token_hex(6)}-r{rank}"
+            self.cache = open_cache(
+                spec, capacity_bytes=capacity, namespace=ns, n_slots=n, verify=verify
+            )
+            self.cache.clear()  # a fresh policy holds nothing; so must the cache
+        self._sequencer = Sequencer(context=multiprocessing_context)
+        self._planner = Planner(
+            self.system, n=n, batch_size=batch_size, lag=lag, drop_last=drop_last
+        )
+        self._fetcher = BatchFetcher(
+            keys=manifest.keys,
+            hashes=manifest.hashes,
+            sizes=sizes,
+            labels=np.asarray(manifest.labels, dtype=np.int64),
+            store=data.store,
+            cache=self.cache,
+            sequencer=self._sequencer,
+            decode=data.decode,
+            transform=data.transform,
+            io_threads=io_threads,
+            verify=verify,
+        )
+        self._dataloader: DataLoader[Any] | None = DataLoader(
+            self._fetcher,
+            batch_size=None,
+            sampler=_PlanSampler(self._planner),
+            num_workers=num_workers,
+            collate_fn=identity_collate,
+            pin_memory=pin_memory,
+            persistent_workers=persistent_workers,
+            prefetch_factor=prefetch_factor,
+            timeout=timeout,
+            multiprocessing_context=multiprocessing_context,
+            worker_init_fn=worker_init_fn,
+        )
+        # epoch state
+        self._status = "idle"  # idle | running | finished
+        self._next_epoch = 0
+        self._epoch_set = False
+        self._yielded = 0
+        self._outstanding = np.zeros(n, dtype=np.int32)
+        self._pending_val: float | None = None
+        self._start_state: dict[str, Any] | None = None
+        self._history: list[_EpochStats] = []
+        self._current: _EpochStats | None = None
+        self._gen: Iterator[Any] | None = None
+        self._resumed = False
+
+    # -- construction helpers -----------------------------------------------------
+    @staticmethod
+    def _resolve_cache(
+        cache: str | int | float | None, cache_bytes: int | str | None, total: int
+    ) -> tuple[str, int]:
+        """(backend spec, capacity in bytes) from the user's ``cache`` / ``cache_bytes``."""
+
+        def amount(value: int | float | str, name: str) -> int:
+            if isinstance(value, float) and 0 < value <= 1:
+                return math.floor(value * total)  # a fraction of the dataset's bytes
+            return parse_bytes(value, name=name)
+
+        if isinstance(cache, str) and ("://" in cache or cache.strip().lower() in _EMBEDDED):
+            if cache_bytes is None:
+                raise HotsetError(f"cache {cache!r} needs cache_bytes= (its budget)")
+            return cache, amount(cache_bytes, "cache_bytes")
+        if cache is None:
+            return "memory", 0 if cache_bytes is None else amount(cache_bytes, "cache_bytes")
+        if cache_bytes is not None:
+            raise HotsetError(
+                f"give the budget once: cache={cache!r} is already a size, drop cache_bytes"
+            )
+        return "memory", amount(cache, "cache")
+
+    # -- the user API ---------------------------------------------------------------
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next ``iter(loader)`` runs (orders are keyed by it)."""
+        self._next_epoch = _check_int("epoch", epoch, 0)
+        self._epoch_set = True
+
+    def __len__(self) -> int:
+        if self._status == "running":
+            return self._planner.n_batches
+        n = len(self.data.manifest) // self.world_size
+        return -(-n // self.batch_size)
+
+    def __iter__(self) -> Iterator[tuple[Any, Any, Any, Any]]:
+        if self._dataloader is None:
+            raise HotsetError("the loader is closed")
+        self._stop_iteration()
+        if self._resumed and self._status in ("running", "finished"):
+            self._resumed = False
+            moved_on = self._epoch_set and self._next_epoch != self._planner.epoch
+            if self._status == "finished" or moved_on:
+                self._close_epoch()
+        elif self._status in ("running", "finished"):
+            self._close_epoch()
+        if self._status == "idle":
+            self._begin_epoch(self._next_epoch)
+        self._abandon_unwritten(clear=False)
+        self._gen = self._run()
+        return self._gen
+
+    def update(self, ids: Any, losses: Any) -> None:
+        """Per-sample losses of a batch, keyed by the ids the loader yielded with it."""
+        if self._status == "idle":
+            raise HotsetError("update: no epoch in progress; iterate the loader first")
+        id_arr = as_ids(ids, what="update ids")
+        loss_arr = as_values(losses, len(id_arr), id_arr, what="update losses")
+        n = len(self._outstanding)
+        bad = (id_arr < 0) | (id_arr >= n)
+        if bad.any():
+            sid = int(id_arr[int(np.argmax(bad))])
+            raise HotsetError(f"update: sample id {sid} is not in the dataset (ids 0..{n - 1})")
+        uniq, need = np.unique(id_arr, return_counts=True)
+        short = need > self._outstanding[uniq]
+        if short.any():
+            sid = int(uniq[int(np.argmax(short))])
+            raise HotsetError(
+                f"update: sample id {sid} was not yielded by this loader in epoch "
+                f"{self._planner.epoch} (or its loss was already given)"
+            )
+        self._outstanding[uniq] -= need.astype(np.int32)
+        self._planner.give(self._yielded - 1, id_arr.copy(), loss_arr.copy())
+
+    def record_validation(self, accuracy: float) -> None:
+        """Validation accuracy of the epoch just iterated (samplers may switch modes on it)."""
+        if isinstance(accuracy, bool) or not isinstance(accuracy, int | float):
+            raise HotsetError(f"accuracy must be a number, got {accuracy!r}")
+        if not math.isfinite(accuracy):
+            raise HotsetError(f"accuracy must be finite, got {accuracy!r}")
+        if self._status == "idle":
+            raise HotsetError("record_validation: no epoch to attach it to")
+        self._pending_val = float(accuracy)
+
+    def report(self) -> list[dict[str, Any]]:
+        """One row per epoch (the current one too): counts, stall and throughput."""
+        rows = [s.row() for s in self._history]
+        if self._current is not None:
+            rows.append(self._current.row())
+        return rows
+
+    def decisions(self) -> EpochLog:
+        """Every decision of the current (or last) epoch, in planning order."""
+        return self._planner.log
+
+    def close(self) -> None:
+        """Stop workers and release the cache (the embedded one is unlinked)."""
+        self._stop_iteration()
+        self._dataloader = None  # persistent workers shut down with their iterator
+        self._fetcher.close()
+        if self.cache is not None:
+            with contextlib.suppress(Exception):
+                self.cache.close()
+
+    def __enter__(self) -> HotsetLoader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- epochs ---------------------------------------------------------------------
+    def _begin_epoch(self, epoch: int) -> None:
+        self._start_state = system_state(self.system)
+        self._planner.begin(epoch, rank=self.rank, world_size=self.world_size)
+        self._status = "running"
+        self._yielded = 0
+        self._outstanding[:] = 0
+        self._pending_val = None
+        self._current = _EpochStats(epoch)
+        self._epoch_set = False
+
+    def _close_epoch(self) -> None:
+        self._planner.finish(val_accuracy=self._pending_val)
+        if self._current is not None:
+            self._history.append(self._current)
+            self._current = None
+        self._status = "idle"
+        if not self._epoch_set:
+            self._next_epoch = self._planner.epoch + 1
+
+    def _stop_iteration(self) -> None:
+        gen, self._gen = self._gen, None
+        if gen is not None:
+            # Abandon first: a worker waiting for a batch that will never be written
+            # then stops at once, instead of holding up the DataLoader's shutdown.
+            self._abandon_unwritten(clear=False)
+            with contextlib.suppress(Exception):
+                gen.close()  # type: ignore[attr-defined]
+
+    def _abandon_unwritten(self, *, clear: bool) -> None:
+        """Plans made but never executed will not be: stop them and repair the cache."""
+        seq = self._sequencer
+        planner = self._planner
+        if not clear and seq.written_upto >= planner.seq:
+            planner.confirm(seq.written_upto)
+            return
+        with seq.abandoning() as written:
+            planner.generation = seq.generation
+            if self.cache is not None:
+                if clear:
+                    self.cache.clear()
+                else:
+                    dead = [d for s, d in planner.unconfirmed.items() if s > written]
+                    if dead:
+                        ids = np.unique(np.concatenate(dead)).tolist()
+                        from hotset.cachestore.base import CacheKey
+
+                        hashes = self.data.manifest.hashes
+                        self.cache.delete_many([CacheKey(i, hashes[i]) for i in ids])
+            seq.set_written(planner.seq)
+        planner.unconfirmed.clear()
+
+    def _run(self) -> Iterator[tuple[Any, Any, Any, Any]]:
+        stats = self._current
+        assert stats is not None and self._dataloader is not None
+        it = iter(self._dataloader)
+        bar = None
+        if self.progress:
+            import sys
+
+            from tqdm import tqdm
+
+            bar = tqdm(
+                total=self._planner.n_batches,
+                initial=self._yielded,
+                desc=f"{self.system.name} epoch {self._planner.epoch}",
+                unit="batch",
+                file=sys.stderr,
+            )
+        wall_start = time.perf_counter() - stats.wall_seconds
+        try:
+            while True:
+                t0 = time.perf_counter()
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    break
+                stall = time.perf_counter() - t0
+                x, y, ids, w, info = batch
+                stats.add(info, stall)
+                np.add.at(self._outstanding, ids.numpy(), 1)
+                self._yielded += 1
+                self._planner.confirm(self._sequencer.written_upto)
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(hit=f"{stats.row()['exact_hit_ratio']:.3f}")
+                stats.wall_seconds = time.perf_counter() - wall_start
+                yield x, y, ids, w
+            stats.wall_seconds = time.perf_counter() - wall_start
+            stats.finished = True
+            self._status = "finished"
+        finally:
+            if bar is not None:
+                bar.close()
+            del it  # non-persistent workers shut down here
+
+    # -- checkpoints ------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume exactly: at epoch boundaries and mid-epoch."""
+        running = self._status in ("running", "finished")
+        return {
+            "version": STATE_VERSION,
+            "system": self.system.name,
+            "n": len(self._outstanding),
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "lag": self.lag,
+            "status": self._status,
+            "epoch": self._planner.epoch,
+            "next_epoch": self._next_epoch,
+            "epoch_set": self._epoch_set,
+            "yielded": self._yielded,
+            "system_state": self._start_state if running else system_state(self.system),
+            "feedback": self._planner.feedback_state() if running else None,
+            "outstanding": self._outstanding.copy() if running else None,
+            "pending_val": self._pending_val,
+            "history": [s.state() for s in self._history],
+            "current": self._current.state() if self._current is not None else None,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from :meth:`state_dict`; the next ``iter`` continues where it stopped.
+
+        The cache is cleared: ids the restored policy holds are read from storage
+        again the first time they are served (counted as ``rebuild_reads``).
+        """
+        if int(state.get("version", -1)) != STATE_VERSION:
+            raise HotsetError(f"loader state: version {state.get('version')!r} is not supported")
+        for key, mine in (
+            ("system", self.system.name),
+            ("n", len(self._outstanding)),
+            ("batch_size", self.batch_size),
+            ("seed", self.seed),
+        ):
+            if state.get(key) != mine:
+                raise HotsetError(
+                    f"loader state: {key}={state.get(key)!r} does not match this loader's {mine!r}"
+                )
+        self._stop_iteration()
+        load_system_state(self.system, state["system_state"])
+        self._history = [_EpochStats.from_state(s) for s in state["history"]]
+        self._current = None
+        self._next_epoch = int(state["next_epoch"])
+        self._epoch_set = bool(state["epoch_set"])
+        self._pending_val = state["pending_val"]
+        status = state["status"]
+        if status == "idle":
+            self._status = "idle"
+            self._planner.epoch = int(state["epoch"])
+            self._start_state = None
+        else:
+            epoch = int(state["epoch"])
+            self._begin_epoch(epoch)
+            self._epoch_set = bool(state["epoch_set"])
+            self._pending_val = state["pending_val"]
+            fb = state["feedback"]
+            feedback = [
+                Feedback(int(t), np.asarray(i, dtype=np.int64), np.asarray(v, dtype=np.float64))
+                for t, i, v in zip(fb["tags"], fb["ids"], fb["losses"], strict=True)
+            ]
+            yielded = int(state["yielded"])
+            self._planner.replay(yielded, feedback, [int(a) for a in fb["applied_at"]])
+            self._yielded = yielded
+            self._outstanding[:] = np.asarray(state["outstanding"], dtype=np.int32)
+            if state["current"] is not None:
+                self._current = _EpochStats.from_state(state["current"])
+            self._status = status
+            self._resumed = True
+        self._abandon_unwritten(clear=True)
+
+
+def loader(
+    data: HotsetDataset | str,
+    *,
+    system: str = "lru",
+    cache: str | int | float | None = None,
+    batch_size: int = 64,
+    **options: Any,
+) -> HotsetLoader:
+    """Build a :class:`HotsetLoader`; ``data`` may be a location (opened with ``decode="image"``).
+
+    ``cache`` is a budget for the embedded shared-memory cache (``"2gb"``,
+    ``2_000_000``, or a float fraction of the dataset's bytes such as ``0.2``),
+    or a backend (``"redis://host:port/db"``, ``"redis+cluster://h:p,h:p"``,
+    ``"memory"``) with the budget in ``cache_bytes=``. Other options: see
+    :class:`HotsetLoader` (``num_workers``, ``seed``, ``pin_memory``,
+    ``persistent_workers``, ``prefetch_factor``, ``io_threads``, ``verify``,
+    ``system_options``, ``progress``, ``check_store``, ``rank``/``world_size``).
+    """
+    if not isinstance(data, HotsetDataset):
+        data = open_dataset(data)
+    return HotsetLoader(data, system=system, cache=cache, batch_size=batch_size, **options)

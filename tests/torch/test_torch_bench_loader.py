@@ -1,0 +1,41 @@
+"""The loader benchmark runs end to end and its rows are consistent (tiny sizes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hotset.bench.loader import run
+from hotset.errors import HotsetError
+
+
+def test_tiny_run_rows() -> None:
+    result = run(
+        n=192,
+        epochs=2,
+        workers=0,
+        batch_size=32,
+        compute_ms=1.0,
+        latency_ms=1.0,
+        concurrency=2,
+        image_size=8,
+        systems=("pytorch", "lru"),
+    )
+    rows = {row["name"]: row for row in result["table"]}
+    assert list(rows) == ["torch", "pytorch", "lru", "no-io"]
+    assert rows["torch"]["storage_reads"] == rows["pytorch"]["storage_reads"] == 2 * 192
+    assert rows["pytorch"]["exact_hit_ratio"] == 0.0
+    assert rows["no-io"]["storage_reads"] == 0
+    assert rows["lru"]["storage_reads"] < 2 * 192  # a 20% LRU cache hits something
+    for row in rows.values():
+        assert row["samples_per_s"] > 0
+        assert 0.0 <= row["stall_share"] <= 1.0
+    # 384 reads of >= 1 ms through 2 lanes: the throttled rows cannot beat that
+    assert rows["torch"]["wall_seconds"] >= 2 * 192 * 0.001 / 2
+    assert result["params"]["n"] == 192
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(HotsetError, match="unknown system"):
+        run(systems=("nope",), n=10)
+    with pytest.raises(HotsetError, match="cache_frac"):
+        run(cache_frac=0.0, n=10)

@@ -1,0 +1,64 @@
+"""Helpers the loader tests share (no pytest here: cheap to import)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from hotset.systems.base import System
+
+
+def loss_of(ids: Any, epoch: int) -> np.ndarray:
+    """A deterministic stand-in for per-sample losses: a hash of (id, epoch) in [0.1, 1.1)."""
+    arr = np.asarray(ids, dtype=np.int64)
+    return ((arr * 2654435761 + epoch * 40503) % 1000) / 1000.0 + 0.1
+
+
+def run_epoch(loader: Any, epoch: int, *, feedback: bool = True) -> list[tuple[Any, ...]]:
+    """One epoch through the loader, giving ``loss_of`` feedback after every batch."""
+    loader.set_epoch(epoch)
+    batches = []
+    for x, y, ids, w in loader:
+        if feedback:
+            loader.update(ids, torch.from_numpy(loss_of(ids.numpy(), epoch)))
+        batches.append((x, y, ids.clone(), w.clone()))
+    return batches
+
+
+def reference_epoch(
+    system: System, epoch: int, *, batch_size: int, lag: int, feedback: bool = True
+) -> list[tuple[int, int, int, bool, tuple[int, ...]]]:
+    """The simulator's loop, with feedback applied ``lag`` batches late (as the loader does).
+
+    Returns one row per access: (requested, outcome, served, admitted, evicted).
+    """
+    order = np.asarray(system.begin_epoch(epoch), dtype=np.int64)
+    rows: list[tuple[int, int, int, bool, tuple[int, ...]]] = []
+    queue: list[tuple[int, np.ndarray, np.ndarray]] = []
+    total, count = 0.0, 0
+    n_batches = -(-len(order) // batch_size)
+
+    def apply(until: int | None) -> None:
+        nonlocal queue, total, count
+        ready = [q for q in queue if until is None or q[0] <= until]
+        queue = [q for q in queue if not (until is None or q[0] <= until)]
+        for _, ids, losses in ready:
+            system.feedback(ids, losses, epoch=epoch)
+            total += float(losses.sum())
+            count += len(losses)
+
+    for k in range(n_batches):
+        apply(k - lag - 1)
+        served = []
+        for sid in order[k * batch_size : (k + 1) * batch_size].tolist():
+            d = system.access(sid)
+            rows.append((sid, int(d.outcome), int(d.served), bool(d.admitted), tuple(d.evicted)))
+            served.append(int(d.served))
+        if feedback:
+            ids = np.asarray(served, dtype=np.int64)
+            queue.append((k, ids, loss_of(ids, epoch)))
+    apply(None)
+    system.end_epoch(train_loss=total / count if count else float("nan"), val_accuracy=None)
+    return rows
