@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,34 @@ import click
 from hotset.errors import HotsetError
 
 
-@click.group()
+# suites that live in their own CLI module: name -> module exposing ``command``
+_SUITE_MODULES: dict[str, str] = {
+    "hitratio": "hotset.cli.bench_hitratio",
+    "train": "hotset.cli.bench_train",
+    "overhead": "hotset.cli.bench_overhead",
+}
+
+
+class _BenchGroup(click.Group):
+    """Suites defined here plus suites imported from their own module on demand."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(_SUITE_MODULES))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in _SUITE_MODULES:
+            command = getattr(importlib.import_module(_SUITE_MODULES[cmd_name]), "command")
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_BenchGroup)
 def bench() -> None:
     """Run a benchmark suite; results go to benchmarks/results/<suite>.json."""
 
 
-def _finish(suite: str, result: dict[str, Any], root: Path, as_json: bool) -> None:
+def finish(suite: str, result: dict[str, Any], root: Path, as_json: bool) -> None:
     from hotset.bench.results import write_result
 
     path = write_result(suite, result, root=root)
@@ -32,7 +55,7 @@ def _finish(suite: str, result: dict[str, Any], root: Path, as_json: bool) -> No
         click.echo(f"wrote {path}")
 
 
-_root_option = click.option(
+root_option = click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("."),
@@ -50,7 +73,7 @@ _root_option = click.option(
     "--policy", "policies", default=None, help="Comma list; default every classic policy."
 )
 @click.option("--json", "as_json", is_flag=True)
-@_root_option
+@root_option
 def sim(
     accesses: int,
     n: int,
@@ -67,7 +90,7 @@ def sim(
 
     names = [p.strip() for p in policies.split(",")] if policies else None
     result = run(accesses=accesses, n=n, cache_frac=cache_frac, seed=seed, policies=names)
-    _finish("sim", result, root, as_json)
+    finish("sim", result, root, as_json)
 
 
 @bench.command("store")
@@ -77,7 +100,7 @@ def sim(
 @click.option("--concurrency", type=int, default=4, show_default=True)
 @click.option("--bandwidth-mb-s", type=float, default=1000.0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-@_root_option
+@root_option
 def store(
     n: int,
     threads: int,
@@ -114,7 +137,7 @@ def store(
         f"{result['lower_bound_seconds']:.3f} s. Real seconds are wall time; virtual seconds are "
         "modeled (the virtual clock does not sleep)."
     ]
-    _finish("store", result, root, as_json)
+    finish("store", result, root, as_json)
 
 
 @bench.command("loader")
@@ -139,7 +162,7 @@ def store(
 @click.option("--systems", default="pytorch,lru,shade", show_default=True, help="Comma list.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
-@_root_option
+@root_option
 def loader(
     latencies: str,
     concurrency: int,
@@ -184,4 +207,4 @@ def loader(
         runs.append(result)
         table += [{"latency_ms": latency} | row for row in result["table"]]
         notes += [note for note in result.get("notes", []) if note not in notes]
-    _finish("loader", {"table": table, "notes": notes, "runs": runs}, root, as_json)
+    finish("loader", {"table": table, "notes": notes, "runs": runs}, root, as_json)
