@@ -11,7 +11,6 @@ import click
 
 from hotset.errors import HotsetError
 
-
 # suites that live in their own CLI module: name -> module exposing ``command``
 _SUITE_MODULES: dict[str, str] = {
     "hitratio": "hotset.cli.bench_hitratio",
@@ -28,7 +27,7 @@ class _BenchGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in _SUITE_MODULES:
-            command = getattr(importlib.import_module(_SUITE_MODULES[cmd_name]), "command")
+            command = importlib.import_module(_SUITE_MODULES[cmd_name]).command
             assert isinstance(command, click.Command)
             return command
         return super().get_command(ctx, cmd_name)
