@@ -143,7 +143,7 @@ def store(
 @click.option(
     "--latency-ms",
     "latencies",
-    default="2",
+    default="0.5,2,10",
     show_default=True,
     help="Per-request latency; a comma list runs one table per value.",
 )
@@ -204,6 +204,18 @@ def loader(
             seed=seed,
         )
         runs.append(result)
-        table += [{"latency_ms": latency} | row for row in result["table"]]
+        rows = {row["name"]: row for row in result["table"]}
+        torch_rate = rows.get("torch", {}).get("samples_per_s")
+        ceiling = rows.get("no-io", {}).get("samples_per_s")
+        for row in result["table"]:
+            rate = row["samples_per_s"]
+            table.append(
+                {"latency_ms": latency}
+                | row
+                | {
+                    "vs_torch": round(rate / torch_rate, 3) if torch_rate else None,
+                    "vs_no_io": round(rate / ceiling, 3) if ceiling else None,
+                }
+            )
         notes += [note for note in result.get("notes", []) if note not in notes]
     finish("loader", {"table": table, "notes": notes, "runs": runs}, root, as_json)

@@ -1,0 +1,40 @@
+"""``hotset bench loader``: one table per latency, with ratios to PyTorch and no-I/O."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hotset.cli import main
+
+
+def test_ratios_are_relative_to_the_torch_and_no_io_rows_of_the_same_latency(
+    tmp_path: Path,
+) -> None:
+    main(
+        [
+            "bench", "loader", "--root", str(tmp_path), "--latency-ms", "0.5,1",
+            "--n", "200", "--epochs", "1", "--workers", "0", "--batch-size", "32",
+            "--compute-ms", "0", "--systems", "pytorch", "--json",
+        ]
+    )  # fmt: skip
+    doc = json.loads((tmp_path / "benchmarks" / "results" / "loader.json").read_text())
+    table = doc["result"]["table"]
+    assert sorted({row["latency_ms"] for row in table}) == [0.5, 1.0]
+    for latency in (0.5, 1.0):
+        rows = {r["name"]: r for r in table if r["latency_ms"] == latency}
+        assert set(rows) >= {"torch", "pytorch", "no-io"}
+        assert rows["torch"]["vs_torch"] == 1.0
+        assert rows["no-io"]["vs_no_io"] == 1.0
+        expected = round(rows["pytorch"]["samples_per_s"] / rows["torch"]["samples_per_s"], 3)
+        assert rows["pytorch"]["vs_torch"] == expected
+    assert "## loader" in (tmp_path / "benchmarks" / "README.md").read_text()
+
+
+def test_bad_latency_list_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "loader", "--latency-ms", "2,fast"])
+    assert exc.value.code == 2
+    assert "--latency-ms" in capsys.readouterr().err
