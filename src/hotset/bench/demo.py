@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,26 +117,13 @@ class _Trainer:
         return float((pred == y).float().mean())
 
 
-def _timed_epoch(batches: Iterator[Any], on_batch: Callable[[Any], None]) -> tuple[float, int]:
-    stall, samples = 0.0, 0
-    while True:
-        t0 = time.perf_counter()
-        try:
-            batch = next(batches)
-        except StopIteration:
-            return stall, samples
-        stall += time.perf_counter() - t0
-        samples += len(batch[1])
-        on_batch(batch)
-
-
 def _plain_loader(split: _Split, store: Any, *, workers: int, batch_size: int, seed: int) -> Any:
     import torch
     from torch.utils.data import DataLoader
 
-    from hotset.bench.loader import _PlainDataset
+    from hotset.bench.loader import PlainDataset
 
-    ds = _PlainDataset(store, list(split.train.keys), np.asarray(split.train.labels))
+    ds = PlainDataset(store, list(split.train.keys), np.asarray(split.train.labels))
     return DataLoader(
         ds,  # type: ignore[arg-type]  # map-style by duck typing, as PyTorch users write it
         batch_size=batch_size,
@@ -159,6 +146,7 @@ def run_row(
     lr: float,
 ) -> dict[str, Any]:
     """Train one row; ``name == "torch"`` is the plain PyTorch DataLoader."""
+    from hotset.bench.loader import timed_batches
     from hotset.torch import HotsetDataset
     from hotset.torch import loader as make_loader
 
@@ -171,7 +159,7 @@ def run_row(
         dl = _plain_loader(split, store, workers=workers, batch_size=batch_size, seed=seed)
         for epoch in range(epochs):
             trainer.set_epoch(epoch)
-            s, k = _timed_epoch(iter(dl), lambda b: trainer.step(b[0], b[1], None))
+            s, k = timed_batches(iter(dl), 0.0, lambda b: trainer.step(b[0], b[1], None))
             stall += s
             samples += k
         hit_ratio: float | None = None
@@ -191,7 +179,7 @@ def run_row(
                     x, y, ids, w = batch
                     ld.update(ids, trainer.step(x, y, w))
 
-                s, k = _timed_epoch(iter(ld), on_batch)
+                s, k = timed_batches(iter(ld), 0.0, on_batch)
                 stall += s
                 samples += k
                 ld.record_validation(trainer.accuracy(split.val_x, split.val_y))

@@ -51,7 +51,7 @@ class _MemoryStore:
         return len(self.blobs[key])
 
 
-class _PlainDataset:
+class PlainDataset:
     """What a PyTorch user writes: one store read and one decode per ``__getitem__``."""
 
     def __init__(self, store: Any, keys: list[str], labels: np.ndarray) -> None:
@@ -69,8 +69,13 @@ class _PlainDataset:
         return torch.from_numpy(decode(self.store.read(key), key)), int(self.labels[i])
 
 
-def _timed(batches: Iterator[Any], compute_s: float, on_batch: Any = None) -> tuple[float, int]:
-    """Iterate, sleeping ``compute_s`` per batch; return (stall seconds, samples)."""
+def timed_batches(
+    batches: Iterator[Any], compute_s: float, on_batch: Any = None
+) -> tuple[float, int]:
+    """Iterate, calling ``on_batch`` then sleeping ``compute_s`` per batch.
+
+    Returns (stall seconds, samples): stall is the time spent waiting in ``next()``.
+    """
     stall, samples = 0.0, 0
     while True:
         t0 = time.perf_counter()
@@ -82,7 +87,8 @@ def _timed(batches: Iterator[Any], compute_s: float, on_batch: Any = None) -> tu
         samples += len(batch[1])
         if on_batch is not None:
             on_batch(batch)
-        time.sleep(compute_s)
+        if compute_s:
+            time.sleep(compute_s)
 
 
 def _plain_row(
@@ -99,7 +105,7 @@ def _plain_row(
     import torch
     from torch.utils.data import DataLoader
 
-    ds = _PlainDataset(store, list(manifest.keys), np.asarray(manifest.labels))
+    ds = PlainDataset(store, list(manifest.keys), np.asarray(manifest.labels))
     gen = torch.Generator().manual_seed(seed)
     dl: DataLoader[Any] = DataLoader(
         ds,  # type: ignore[arg-type]  # map-style by duck typing, as PyTorch users write it
@@ -111,7 +117,7 @@ def _plain_row(
     stall, samples = 0.0, 0
     start = time.perf_counter()
     for _ in range(epochs):
-        s, k = _timed(iter(dl), compute_s)
+        s, k = timed_batches(iter(dl), compute_s)
         stall += s
         samples += k
     wall = time.perf_counter() - start
@@ -168,7 +174,7 @@ def _hotset_row(
         start = time.perf_counter()
         for epoch in range(epochs):
             ld.set_epoch(epoch)
-            _timed(iter(ld), compute_s, feedback)
+            timed_batches(iter(ld), compute_s, feedback)
         wall = time.perf_counter() - start
         rows = ld.report()
     requests = sum(r["requests"] for r in rows)

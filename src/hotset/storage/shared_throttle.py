@@ -21,18 +21,19 @@ from __future__ import annotations
 import math
 import multiprocessing
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from hotset.errors import HotsetError
-from hotset.storage.base import StatsCounter, Store, StoreStats
+from hotset.storage.base import Store
+from hotset.storage.charged import ChargedStore
 from hotset.storage.throttled import BYTES_PER_MB, _check_number
 
 # shared array layout: [origin, link_free, makespan, lane_free * lanes]
 _ORIGIN, _LINK, _MAKESPAN, _LANES = 0, 1, 2, 3
 
 
-class SharedThrottledStore:
+class SharedThrottledStore(ChargedStore):
     """Wrap ``inner`` so reads cost ``latency_ms`` each, ``max_concurrency`` at a time, job-wide.
 
     ``bandwidth_mb_s`` (MB = 10^6 bytes, ``math.inf`` for none) is one link shared
@@ -65,7 +66,7 @@ class SharedThrottledStore:
         ):
             raise HotsetError(f"max_concurrency: must be an integer >= 1, got {max_concurrency!r}")
         ctx = multiprocessing.get_context(context)
-        self.inner = inner
+        super().__init__(inner)
         self.latency_ms = latency
         self.bandwidth_mb_s = bandwidth
         self.max_concurrency = max_concurrency
@@ -74,7 +75,6 @@ class SharedThrottledStore:
         self._lock: Any = ctx.Lock()
         self._state: Any = ctx.RawArray("d", _LANES + max_concurrency)
         self._state[_ORIGIN] = time.monotonic()
-        self._stats = StatsCounter()
 
     # -- the schedule ------------------------------------------------------------
 
@@ -112,48 +112,6 @@ class SharedThrottledStore:
         """When the last request booked so far finishes, in seconds since creation."""
         with self._lock:
             return float(self._state[_MAKESPAN] - self._state[_ORIGIN])
-
-    # -- the Store protocol (counters are per process) ---------------------------------
-
-    def read(self, key: str) -> bytes:
-        data = self.inner.read(key)
-        self._stats.add_read(len(data), self._charge([len(data)]))
-        return data
-
-    def read_many(self, keys: Sequence[str]) -> list[bytes]:
-        """One request per key, all issued at once."""
-        datas = self.inner.read_many(keys)
-        sizes = [len(d) for d in datas]
-        if sizes:
-            self._stats.add_read(sum(sizes), self._charge(sizes), count=len(sizes))
-        return datas
-
-    def size(self, key: str) -> int:
-        return self.inner.size(key)
-
-    def exists(self, key: str) -> bool:
-        return self.inner.exists(key)
-
-    def write(self, key: str, data: bytes) -> None:
-        self.inner.write(key, data)
-
-    def list_keys(self) -> Iterable[str]:
-        return self.inner.list_keys()
-
-    def stats(self) -> StoreStats:
-        return self._stats.snapshot()
-
-    def reset_stats(self) -> None:
-        self._stats.reset()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_stats"] = None  # a thread lock: each process counts its own reads
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._stats = StatsCounter()
 
     def __repr__(self) -> str:
         return (

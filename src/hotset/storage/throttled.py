@@ -55,11 +55,12 @@ import heapq
 import math
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 from hotset.errors import HotsetError
-from hotset.storage.base import StatsCounter, Store, StoreStats
+from hotset.storage.base import Store
+from hotset.storage.charged import ChargedStore
 
 Clock = Literal["real", "virtual"]
 _CLOCKS = ("real", "virtual")
@@ -114,7 +115,7 @@ def _sleep_until(deadline: float) -> float:
         time.sleep(deadline - now)
 
 
-class ThrottledStore:
+class ThrottledStore(ChargedStore):
     """Wrap ``inner`` so reads and writes cost what they would on a remote store.
 
     ``latency_ms`` per request, ``bandwidth_mb_s`` (MB = 10^6 bytes; ``math.inf``
@@ -147,7 +148,7 @@ class ThrottledStore:
             raise HotsetError(f"max_concurrency: must be an integer >= 1, got {max_concurrency!r}")
         if clock not in _CLOCKS:
             raise HotsetError(f"clock: must be one of {', '.join(_CLOCKS)}, got {clock!r}")
-        self.inner = inner
+        super().__init__(inner)
         self.latency_ms = latency
         self.bandwidth_mb_s = bandwidth
         self.max_concurrency = max_concurrency
@@ -158,7 +159,6 @@ class ThrottledStore:
             lanes=max_concurrency,
         )
         self._lock = threading.Lock()
-        self._stats = StatsCounter()
         self._origin = time.perf_counter()
         self._now = 0.0
 
@@ -233,40 +233,10 @@ class ThrottledStore:
             total += woke - (origin + start)
         return total
 
-    # -- the Store protocol ------------------------------------------------------
-
-    def read(self, key: str) -> bytes:
-        data = self.inner.read(key)
-        self._stats.add_read(len(data), self._charge([len(data)]))
-        return data
-
-    def read_many(self, keys: Sequence[str]) -> list[bytes]:
-        """One request per key, all issued at once (a batched, concurrent fetch)."""
-        datas = self.inner.read_many(keys)
-        sizes = [len(d) for d in datas]
-        if sizes:
-            self._stats.add_read(sum(sizes), self._charge(sizes), count=len(sizes))
-        return datas
-
-    def size(self, key: str) -> int:
-        return self.inner.size(key)
-
-    def exists(self, key: str) -> bool:
-        return self.inner.exists(key)
-
     def write(self, key: str, data: bytes) -> None:
+        """Writes cross the same modeled link as reads."""
         self.inner.write(key, data)
         self._stats.add_write(len(data), self._charge([len(data)]))
-
-    def list_keys(self) -> Iterable[str]:
-        return self.inner.list_keys()
-
-    def stats(self) -> StoreStats:
-        return self._stats.snapshot()
-
-    def reset_stats(self) -> None:
-        """Zero the counters; the clock keeps running (see :meth:`reset_clock`)."""
-        self._stats.reset()
 
     def __repr__(self) -> str:
         return (
