@@ -1,4 +1,4 @@
-"""Helpers the cache-store tests share.
+"""Helpers the cache-store tests share (Redis servers come from tests/redis_support.py).
 
 No pytest in here: spawned child processes import this module to find their
 target functions, and it should stay cheap to import.
@@ -9,13 +9,9 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import redis
 
 from hotset.cachestore import CacheKey, content_hash
 from hotset.cachestore.shm import SharedMemoryCache
@@ -35,49 +31,6 @@ def command_calls(client: Any, command: str) -> int:
     stats: Any = client.info("commandstats")
     entry = stats.get(f"cmdstat_{command.lower()}")
     return int(entry["calls"]) if entry else 0
-
-
-# -- redis test servers ------------------------------------------------------------
-
-
-@dataclass
-class RedisProcess:
-    port: int
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def client(self) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
-
-
-@dataclass
-class RedisCluster:
-    nodes: list[RedisProcess]
-
-    @property
-    def url(self) -> str:
-        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
-
-    @property
-    def node_list(self) -> list[str]:
-        return [f"127.0.0.1:{n.port}" for n in self.nodes]
-
-    def flushall(self) -> None:
-        for node in self.nodes:
-            node.client().flushall()
 
 
 @dataclass

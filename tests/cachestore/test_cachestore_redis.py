@@ -7,13 +7,14 @@ import sys
 
 import pytest
 import redis
-from cachestore_support import RedisProcess, SendCounter, command_calls, item, payload
+from cachestore_support import SendCounter, command_calls, item, payload
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hotset.cachestore import CacheKey, CacheStore, content_hash
 from hotset.cachestore.redis_store import RedisCache
 from hotset.errors import HotsetError, IntegrityError
+from redis_support import RedisProcess
 
 
 @pytest.fixture

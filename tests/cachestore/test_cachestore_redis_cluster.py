@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from cachestore_support import RedisCluster, SendCounter, command_calls, item, payload
+from cachestore_support import SendCounter, command_calls, item, payload
 
 from hotset.cachestore import CacheKey, content_hash
 from hotset.cachestore.redis_store import RedisCache
 from hotset.errors import HotsetError
+from redis_support import RedisCluster
 
 
 @pytest.fixture

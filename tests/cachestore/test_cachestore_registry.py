@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from cachestore_support import RedisCluster, item, payload
+from cachestore_support import item, payload
 
 from hotset.cachestore import CacheStore, open_cache
 from hotset.cachestore.redis_store import RedisCache
 from hotset.cachestore.shm import SharedMemoryCache
 from hotset.errors import HotsetError
+from redis_support import RedisCluster
 
 
 @pytest.mark.parametrize("spec", ["memory", "shm", " SHM "])

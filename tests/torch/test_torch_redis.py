@@ -52,9 +52,9 @@ def test_redis_server(dataset_dir: Path, redis_server: Any, workers: int) -> Non
         assert len(keys) > 1  # the entries really live in the server
 
 
-def test_redis_cluster(dataset_dir: Path, redis_cluster_nodes: list[Any]) -> None:
+def test_redis_cluster(dataset_dir: Path, redis_cluster: Any) -> None:
     data = hotset.open_dataset(dataset_dir, decode="bytes")
-    url = "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in redis_cluster_nodes)
+    url = "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in redis_cluster.nodes)
     with hotset.loader(
         data,
         system="shade",
@@ -66,5 +66,5 @@ def test_redis_cluster(dataset_dir: Path, redis_cluster_nodes: list[Any]) -> Non
         namespace="torchcluster",
     ) as loader:
         _exact_epochs(loader, 2)
-        per_node = [len(n.client().keys("hotset:torchcluster:*")) for n in redis_cluster_nodes]
+        per_node = [len(n.client().keys("hotset:torchcluster:*")) for n in redis_cluster.nodes]
         assert sum(1 for c in per_node if c > 0) >= 2  # spread over the masters
