@@ -12,9 +12,10 @@ import os
 import platform
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from hotset.fsutil import atomic_write
 
 RESULTS_DIR = Path("benchmarks") / "results"
 
@@ -46,18 +47,6 @@ def command_line() -> str:
     return shlex.join(argv)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_result(
     suite: str, result: Any, *, root: Path = Path("."), command: str | None = None
 ) -> Path:
@@ -70,7 +59,7 @@ def write_result(
         "result": result,
     }
     path = root / RESULTS_DIR / f"{suite}.json"
-    write_atomic(path, json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    atomic_write(path, json.dumps(doc, indent=2, sort_keys=False) + "\n")
     render_readme(root=root)
     return path
 
@@ -120,5 +109,5 @@ def render_readme(*, root: Path = Path(".")) -> Path:
             lines += ["", f"![{fig.stem}](results/{fig.name})"]
         lines += ["", f"Raw: [results/{path.name}](results/{path.name})", ""]
     readme = root / "benchmarks" / "README.md"
-    write_atomic(readme, "\n".join(lines) + "\n")
+    atomic_write(readme, "\n".join(lines) + "\n")
     return readme

@@ -16,7 +16,6 @@ import io
 import json
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import numpy as np
 import xxhash
 
 from hotset.errors import HotsetError
+from hotset.fsutil import atomic_write
 
 MANIFEST_CSV = "manifest.csv"
 DATASET_JSON = "dataset.json"
@@ -350,8 +350,8 @@ class Manifest:
         """
         csv_path, json_path = self.paths(path)
         csv_path.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(json_path, self.meta_json())
-        _atomic_write(csv_path, self.to_csv())
+        atomic_write(json_path, self.meta_json(), durable=True)
+        atomic_write(csv_path, self.to_csv(), durable=True)
         return csv_path
 
 
@@ -374,16 +374,3 @@ def _parse_int(text: str, where: str, field: str, *, minimum: int) -> int:
     if value < minimum:
         raise HotsetError(f"{where}: field {field}: {value} is below {minimum}")
     return value
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hotset.errors import HotsetError
+from hotset.fsutil import atomic_write
 from hotset.storage.base import StatsCounter, StoreStats, check_key
 
 
@@ -66,16 +66,8 @@ class LocalStore:
 
     def write(self, key: str, data: bytes) -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         start = time.perf_counter()
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, data)
         self._stats.add_write(len(data), time.perf_counter() - start)
 
     def list_keys(self) -> Iterator[str]:
