@@ -317,3 +317,26 @@ def test_stratified_split_partitions_per_class(
         assert count - in_val >= 1
     again = stratified_split(arr, val_frac=val_frac, seed=seed)
     assert np.array_equal(again[1], val)
+
+
+@pytest.mark.parametrize("system", ["lru", "minio", "pytorch"])
+def test_untrained_run_makes_exactly_the_trained_runs_decisions(dataset: Path, system: str) -> None:
+    trained = _run(dataset, system, record_accesses=True)
+    untrained = _run(dataset, system, record_accesses=True, train=False)
+    keys = ("requests", "exact_hits", "substitutions", "storage_reads", "storage_bytes")
+    for a, b in zip(trained["epochs"], untrained["epochs"], strict=True):
+        assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
+        assert b["val_accuracy"] is None
+    assert trained["accesses"] == untrained["accesses"]
+    assert untrained["config"]["trained"] is False
+
+
+def test_recorded_accesses_are_the_requests(dataset: Path) -> None:
+    result = _run(dataset, "shade", record_accesses=True)
+    assert [len(a) for a in result["accesses"]] == [e["requests"] for e in result["epochs"]]
+    assert "accesses" not in _run(dataset, "lru")
+
+
+def test_a_system_that_learns_from_losses_cannot_skip_training(dataset: Path) -> None:
+    with pytest.raises(HotsetError, match="learns from training losses"):
+        _run(dataset, "shade", train=False)

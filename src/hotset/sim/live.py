@@ -93,12 +93,20 @@ def run_live(
     options: dict[str, Any] | None = None,
     progress: bool = False,
     compute_ms_per_batch: float = 0.0,
+    train: bool = True,
+    record_accesses: bool = False,
 ) -> dict[str, Any]:
     """Train for ``epochs`` epochs with ``system`` on ``dataset``; return the result JSON.
 
     ``cache_frac`` is the cache budget as a fraction of the training bytes
     (0 < F <= 1; 0 is allowed for systems that ignore the cache). ``options``
     go to the system's ``build``.
+
+    ``train=False`` skips the model for systems whose decisions cannot depend on
+    it (no scorer, unweighted): their order and cache decisions are then exactly
+    those of a trained run, and the accuracy fields are ``None``. A system that
+    learns from losses is refused. ``record_accesses`` adds ``"accesses"``: the
+    requested training ids of each epoch, in order (for offline bounds).
     """
     _validate(
         system=system,
@@ -135,7 +143,6 @@ def run_live(
     train_sizes = np.asarray(manifest.sizes, dtype=np.int64)[train_rows]
     capacity = math.floor(cache_frac * int(train_sizes.sum()))
 
-    images = _decode_all(inner, manifest.keys, manifest.hashes)
     sys_obj = build_system(
         system,
         n=n_train,
@@ -152,6 +159,41 @@ def run_live(
         clock="virtual",
     )
     future = _plan_future(sys_obj, epochs)
+    keys = [manifest.keys[r] for r in train_rows.tolist()]
+    hashes = [manifest.hashes[r] for r in train_rows.tolist()]
+    config = {
+        "batch_size": batch_size,
+        "lr": lr,
+        "val_frac": val_frac,
+        "latency_ms": latency_ms,
+        "bandwidth_mb_s": bandwidth_mb_s,
+        "concurrency": concurrency,
+        "compute_ms_per_batch": compute_ms_per_batch,
+        "options": dict(options or {}),
+        "trained": bool(train),
+    }
+    if not train:
+        if sys_obj.scorer is not None or sys_obj.weighted:
+            raise HotsetError(
+                f"system {system!r} learns from training losses; it cannot run with train=False"
+            )
+        driver = _Driver(
+            system=sys_obj,
+            store=store,
+            trainer=None,
+            keys=keys,
+            hashes=hashes,
+            sizes=train_sizes,
+            batch_size=batch_size,
+            compute_seconds=compute_ms_per_batch / 1000.0,
+        )
+        epoch_rows = driver.run(epochs, future=future, progress=progress)
+        return _result(
+            system, dataset, cache_frac, seed, None, n_train, len(val_rows), capacity,
+            train_sizes, epoch_rows, driver, record_accesses, config=config,
+        )  # fmt: skip
+
+    images = _decode_all(inner, manifest.keys, manifest.hashes)
 
     _, channels, height, width = images.shape
     model_name = resolve_model_name(model, height)
@@ -178,8 +220,8 @@ def run_live(
                 system=sys_obj,
                 store=store,
                 trainer=trainer,
-                keys=[manifest.keys[r] for r in train_rows.tolist()],
-                hashes=[manifest.hashes[r] for r in train_rows.tolist()],
+                keys=keys,
+                hashes=hashes,
                 sizes=train_sizes,
                 batch_size=batch_size,
                 compute_seconds=compute_ms_per_batch / 1000.0,
@@ -188,29 +230,45 @@ def run_live(
     finally:
         torch.set_num_threads(prev_threads)
 
-    return {
+    return _result(
+        system, dataset, cache_frac, seed, model_name, n_train, len(val_rows), capacity,
+        train_sizes, epoch_rows, driver, record_accesses, config=config,
+    )  # fmt: skip
+
+
+def _result(
+    system: str,
+    dataset: str,
+    cache_frac: float,
+    seed: int,
+    model_name: str | None,
+    n_train: int,
+    n_val: int,
+    capacity: int,
+    train_sizes: IntArray,
+    epoch_rows: list[dict[str, Any]],
+    driver: _Driver,
+    record_accesses: bool,
+    *,
+    config: dict[str, Any],
+) -> dict[str, Any]:
+    result: dict[str, Any] = {
         "system": system,
         "dataset": str(dataset),
         "cache_frac": float(cache_frac),
         "seed": int(seed),
         "model": model_name,
         "n_train": int(n_train),
-        "n_val": len(val_rows),
+        "n_val": n_val,
         "capacity_bytes": capacity,
         "train_bytes": int(train_sizes.sum()),
-        "config": {
-            "batch_size": batch_size,
-            "lr": lr,
-            "val_frac": val_frac,
-            "latency_ms": latency_ms,
-            "bandwidth_mb_s": bandwidth_mb_s,
-            "concurrency": concurrency,
-            "compute_ms_per_batch": compute_ms_per_batch,
-            "options": dict(options or {}),
-        },
+        "config": config,
         "epochs": epoch_rows,
         "totals": _totals(epoch_rows),
     }
+    if record_accesses:
+        result["accesses"] = [order.tolist() for order in driver.orders]
+    return result
 
 
 # -- pieces ---------------------------------------------------------------------
@@ -350,7 +408,7 @@ class _Driver:
         *,
         system: System,
         store: Any,
-        trainer: _Trainer,
+        trainer: _Trainer | None,
         keys: list[str],
         hashes: list[str],
         sizes: IntArray,
@@ -365,6 +423,8 @@ class _Driver:
         self.sizes = sizes
         self.batch_size = batch_size
         self.compute_seconds = compute_seconds
+        #: the requested ids of each epoch, in order
+        self.orders: list[IntArray] = []
 
     def run(
         self, epochs: int, *, future: list[IntArray] | None, progress: bool
@@ -399,11 +459,13 @@ class _Driver:
                 f"system {system.name!r}: its policy needs the future, but epoch {epoch}'s "
                 "order differs from the one planned up front (the sampler uses feedback)"
             )
-        self.trainer.set_epoch(epoch)
+        self.orders.append(order)
+        if self.trainer is not None:
+            self.trainer.set_epoch(epoch)
         counts = _EpochCounts()
         for start in range(0, len(order), self.batch_size):
             self._step(epoch, order[start : start + self.batch_size], counts)
-        val_accuracy = self.trainer.accuracy()
+        val_accuracy = None if self.trainer is None else self.trainer.accuracy()
         train_loss = counts.loss_sum / counts.trained if counts.trained else float("nan")
         system.end_epoch(train_loss=train_loss, val_accuracy=val_accuracy)
         if counts.requests != counts.exact_hits + counts.substitutions + counts.storage_reads:
@@ -445,10 +507,11 @@ class _Driver:
             issued = self.store.now
             counts.storage_bytes += self._read(misses)
             counts.io_seconds += self.store.sync() - issued  # the step waits for its data
-        losses = self.trainer.step(served, system.weights(served))
-        counts.loss_sum += float(losses.sum())
-        counts.trained += len(losses)
-        system.feedback(served, losses, epoch=epoch)
+        if self.trainer is not None:
+            losses = self.trainer.step(served, system.weights(served))
+            counts.loss_sum += float(losses.sum())
+            counts.trained += len(losses)
+            system.feedback(served, losses, epoch=epoch)
         if self.compute_seconds:
             self.store.advance(self.compute_seconds)
 
