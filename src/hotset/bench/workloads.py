@@ -1,0 +1,49 @@
+"""The standard workloads benchmarks run on, generated once and reused.
+
+``synth``: the learnable synthetic 32×32 set (``hotset data synth``, seed 0);
+``digits``: scikit-learn's 1,797 real 8×8 digits. Both are written under a data
+directory (``.hotset-data/`` by default, git-ignored) and reused while their
+manifest loads with the expected length.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hotset.errors import HotsetError
+
+WORKLOADS = ("synth", "digits")
+DEFAULT_DATA_DIR = Path(".hotset-data")
+
+
+def workload_dir(
+    name: str, *, data_dir: Path, synth_n: int = 20_000, progress: bool = False
+) -> Path:
+    """The dataset directory of workload ``name``, generating it when missing."""
+    from hotset.data import Manifest, SynthConfig, make_digits, make_synth
+
+    if name == "synth":
+        path, expected = data_dir / f"synth-{synth_n}", synth_n
+    elif name == "digits":
+        path, expected = data_dir / "digits", 1797
+    else:
+        raise HotsetError(f"unknown workload {name!r}; choose from {', '.join(WORKLOADS)}")
+    if path.is_dir():
+        try:
+            if len(Manifest.load(path)) == expected:
+                return path
+        except HotsetError:
+            pass
+    if name == "synth":
+        make_synth(path, SynthConfig(n=synth_n, seed=0), force=True, progress=progress)
+    else:
+        make_digits(path, force=True, progress=progress)
+    return path
+
+
+def parse_list(text: str, *, option: str) -> list[str]:
+    """A comma list from the command line; empty items are an error."""
+    items = [item.strip() for item in text.split(",")]
+    if not items or any(not item for item in items):
+        raise HotsetError(f"{option}: expected a comma-separated list, got {text!r}")
+    return items

@@ -1,0 +1,65 @@
+"""``hotset bench hitratio``: every system × cache size, with Belady's bound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_list
+from hotset.cli.bench import finish, root_option
+from hotset.errors import HotsetError
+
+
+@click.command("hitratio")
+@click.option("--workloads", default="synth,digits", show_default=True)
+@click.option(
+    "--systems", default=None, help="Comma list (default: baselines, sh_lru, shade, emul_quiv)."
+)
+@click.option("--fracs", default="0.1,0.2,0.4,0.6,0.8", show_default=True)
+@click.option("--epochs", type=click.IntRange(min=2), default=10, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--synth-n", type=click.IntRange(min=200), default=20_000, show_default=True)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_DATA_DIR,
+    show_default=True,
+    help="Where the workloads are generated once and reused.",
+)
+@click.option("--json", "as_json", is_flag=True)
+@root_option
+def command(
+    workloads: str,
+    systems: str | None,
+    fracs: str,
+    epochs: int,
+    seed: int,
+    synth_n: int,
+    data_dir: Path,
+    as_json: bool,
+    root: Path,
+) -> None:
+    """Exact hits, substitutions and storage reads per system and cache size."""
+    from hotset.bench.hitratio import DEFAULT_SYSTEMS, run
+
+    try:
+        frac_values = [float(f) for f in parse_list(fracs, option="--fracs")]
+    except ValueError:
+        raise HotsetError(f"--fracs: expected numbers, got {fracs!r}") from None
+    bad = [f for f in frac_values if not 0 < f <= 1]
+    if bad:
+        raise HotsetError(f"--fracs: each fraction must be in (0, 1], got {bad[0]}")
+    figure = root / "benchmarks" / "results" / "hitratio.png"
+    figure.parent.mkdir(parents=True, exist_ok=True)
+    result = run(
+        data_dir=data_dir,
+        workloads=parse_list(workloads, option="--workloads"),
+        systems=parse_list(systems, option="--systems") if systems else DEFAULT_SYSTEMS,
+        fracs=frac_values,
+        epochs=epochs,
+        seed=seed,
+        synth_n=synth_n,
+        figure=figure,
+    )
+    finish("hitratio", result, root, as_json)
