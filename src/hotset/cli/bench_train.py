@@ -1,0 +1,66 @@
+"""``hotset bench train``: accuracy and time-to-accuracy per system, over seeds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_list
+from hotset.cli.bench import finish, root_option
+from hotset.errors import HotsetError
+
+
+@click.command("train")
+@click.option("--workloads", default="digits", show_default=True, help="synth and/or digits.")
+@click.option("--systems", default="pytorch,lru,minio,shade", show_default=True)
+@click.option("--seeds", default="0,1,2", show_default=True)
+@click.option("--epochs", type=click.IntRange(min=1), default=15, show_default=True)
+@click.option(
+    "--cache-frac",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=0.2,
+    show_default=True,
+)
+@click.option("--compute-ms", type=click.FloatRange(min=0), default=20.0, show_default=True)
+@click.option("--synth-n", type=click.IntRange(min=200), default=20_000, show_default=True)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_DATA_DIR,
+    show_default=True,
+)
+@click.option("--json", "as_json", is_flag=True)
+@root_option
+def command(
+    workloads: str,
+    systems: str,
+    seeds: str,
+    epochs: int,
+    cache_frac: float,
+    compute_ms: float,
+    synth_n: int,
+    data_dir: Path,
+    as_json: bool,
+    root: Path,
+) -> None:
+    """Time to the pytorch baseline's accuracy, and final accuracy (mean ± std over seeds)."""
+    from hotset.bench.train import run
+
+    try:
+        seed_values = [int(s) for s in parse_list(seeds, option="--seeds")]
+    except ValueError:
+        raise HotsetError(f"--seeds: expected integers, got {seeds!r}") from None
+    if any(s < 0 for s in seed_values):
+        raise HotsetError(f"--seeds: seeds must be non-negative, got {seeds!r}")
+    result = run(
+        data_dir=data_dir,
+        workloads=parse_list(workloads, option="--workloads"),
+        systems=parse_list(systems, option="--systems"),
+        seeds=seed_values,
+        epochs=epochs,
+        cache_frac=cache_frac,
+        compute_ms=compute_ms,
+        synth_n=synth_n,
+    )
+    finish("train", result, root, as_json)
