@@ -52,10 +52,13 @@ class _MemoryStore:
 
 
 class PlainDataset:
-    """What a PyTorch user writes: one store read and one decode per ``__getitem__``."""
+    """What a PyTorch user writes: one store read (and decode) per ``__getitem__``."""
 
-    def __init__(self, store: Any, keys: list[str], labels: np.ndarray) -> None:
+    def __init__(
+        self, store: Any, keys: list[str], labels: np.ndarray, *, decode: bool = True
+    ) -> None:
         self.store, self.keys, self.labels = store, keys, labels
+        self.decode = decode
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -66,7 +69,10 @@ class PlainDataset:
         from hotset.data.decode import decode
 
         key = self.keys[i]
-        return torch.from_numpy(decode(self.store.read(key), key)), int(self.labels[i])
+        data = self.store.read(key)
+        if not self.decode:
+            return data, int(self.labels[i])
+        return torch.from_numpy(decode(data, key)), int(self.labels[i])
 
 
 def timed_batches(
