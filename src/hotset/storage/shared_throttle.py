@@ -24,10 +24,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from hotset.errors import HotsetError
 from hotset.storage.base import Store
 from hotset.storage.charged import ChargedStore
-from hotset.storage.throttled import BYTES_PER_MB, _check_number
+from hotset.storage.throttled import BYTES_PER_MB, check_link_args
 
 # shared array layout: [origin, link_free, makespan, lane_free * lanes]
 _ORIGIN, _LINK, _MAKESPAN, _LANES = 0, 1, 2, 3
@@ -51,20 +50,7 @@ class SharedThrottledStore(ChargedStore):
         max_concurrency: int = 1,
         context: str | None = None,
     ) -> None:
-        if not isinstance(inner, Store):
-            raise HotsetError(f"inner: expected a Store, got {inner!r}")
-        latency = _check_number("latency_ms", latency_ms, allow_inf=False)
-        if latency < 0:
-            raise HotsetError(f"latency_ms: must be >= 0, got {latency_ms!r}")
-        bandwidth = _check_number("bandwidth_mb_s", bandwidth_mb_s, allow_inf=True)
-        if bandwidth <= 0:
-            raise HotsetError(f"bandwidth_mb_s: must be > 0, got {bandwidth_mb_s!r}")
-        if (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            raise HotsetError(f"max_concurrency: must be an integer >= 1, got {max_concurrency!r}")
+        latency, bandwidth = check_link_args(inner, latency_ms, bandwidth_mb_s, max_concurrency)
         ctx = multiprocessing.get_context(context)
         super().__init__(inner)
         self.latency_ms = latency

@@ -76,6 +76,30 @@ def _check_number(name: str, value: object, *, allow_inf: bool) -> float:
     return number
 
 
+def check_link_args(
+    inner: object, latency_ms: object, bandwidth_mb_s: object, max_concurrency: object
+) -> tuple[float, float]:
+    """Validate a throttled store's link model; shared by the thread and process variants.
+
+    Returns (latency_ms, bandwidth_mb_s) as floats so both variants store the same values.
+    """
+    if not isinstance(inner, Store):
+        raise HotsetError(f"inner: expected a Store, got {inner!r}")
+    latency = _check_number("latency_ms", latency_ms, allow_inf=False)
+    if latency < 0:
+        raise HotsetError(f"latency_ms: must be >= 0, got {latency_ms!r}")
+    bandwidth = _check_number("bandwidth_mb_s", bandwidth_mb_s, allow_inf=True)
+    if bandwidth <= 0:
+        raise HotsetError(f"bandwidth_mb_s: must be > 0, got {bandwidth_mb_s!r}")
+    if (
+        isinstance(max_concurrency, bool)
+        or not isinstance(max_concurrency, int)
+        or max_concurrency < 1
+    ):
+        raise HotsetError(f"max_concurrency: must be an integer >= 1, got {max_concurrency!r}")
+    return latency, bandwidth
+
+
 class LinkSchedule:
     """Lanes plus one shared link, in seconds; pure arithmetic, no locking, no clock.
 
@@ -132,20 +156,7 @@ class ThrottledStore(ChargedStore):
         max_concurrency: int = 1,
         clock: Clock = "real",
     ) -> None:
-        if not isinstance(inner, Store):
-            raise HotsetError(f"inner: expected a Store, got {inner!r}")
-        latency = _check_number("latency_ms", latency_ms, allow_inf=False)
-        if latency < 0:
-            raise HotsetError(f"latency_ms: must be >= 0, got {latency_ms!r}")
-        bandwidth = _check_number("bandwidth_mb_s", bandwidth_mb_s, allow_inf=True)
-        if bandwidth <= 0:
-            raise HotsetError(f"bandwidth_mb_s: must be > 0, got {bandwidth_mb_s!r}")
-        if (
-            isinstance(max_concurrency, bool)
-            or not isinstance(max_concurrency, int)
-            or max_concurrency < 1
-        ):
-            raise HotsetError(f"max_concurrency: must be an integer >= 1, got {max_concurrency!r}")
+        latency, bandwidth = check_link_args(inner, latency_ms, bandwidth_mb_s, max_concurrency)
         if clock not in _CLOCKS:
             raise HotsetError(f"clock: must be one of {', '.join(_CLOCKS)}, got {clock!r}")
         super().__init__(inner)
