@@ -32,7 +32,7 @@ import numpy as np
 
 from hotset.errors import HotsetError
 
-DEFAULT_SYSTEMS = ("pytorch", "lru", "shade")
+DEFAULT_SYSTEMS = ("pytorch", "fifo", "lru", "lfu", "minio", "shade")
 
 
 class _MemoryStore:
@@ -201,7 +201,7 @@ def run(
     compute_ms: float = 20.0,
     cache_frac: float = 0.2,
     n: int = 4000,
-    epochs: int = 2,
+    epochs: int = 3,
     systems: Sequence[str] = DEFAULT_SYSTEMS,
     image_size: int = 16,
     io_threads: int = 8,

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from hotset.bench.loader import DEFAULT_SYSTEMS as LOADER_SYSTEMS
 from hotset.errors import HotsetError
 
 # suites that live in their own CLI module: name -> module exposing ``command``
@@ -157,8 +158,8 @@ def store(
 )
 @click.option("--cache-frac", type=float, default=0.2, show_default=True)
 @click.option("--n", "n", type=int, default=4000, show_default=True)
-@click.option("--epochs", type=int, default=2, show_default=True)
-@click.option("--systems", default="pytorch,lru,shade", show_default=True, help="Comma list.")
+@click.option("--epochs", type=int, default=3, show_default=True)
+@click.option("--systems", default=",".join(LOADER_SYSTEMS), show_default=True, help="Comma list.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @root_option

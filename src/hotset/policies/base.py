@@ -112,6 +112,8 @@ class Policy(ABC):
     name: ClassVar[str] = "policy"
     #: the policy must be given the whole future with :meth:`set_future`
     needs_future: ClassVar[bool] = False
+    #: the policy may serve another (cached) id in place of a miss
+    may_substitute: ClassVar[bool] = False
 
     def __init__(self, budget: Budget, *, seed: int = 0) -> None:
         self.budget = budget

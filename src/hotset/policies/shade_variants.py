@@ -213,6 +213,8 @@ class SubstituteFromCache(_SetCache):
     counts as served (it was just read).
     """
 
+    may_substitute = True
+
     name: ClassVar[str] = "emul_quiv"
 
     def __init__(self, budget: Budget, *, seed: int = 0) -> None:

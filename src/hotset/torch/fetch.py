@@ -2,9 +2,10 @@
 
 For a plan, a worker (or the main process when ``num_workers == 0``):
 
-1. starts the storage reads of the batch's misses on a bounded pool of I/O
-   threads (``io_threads`` per process), so a batch's misses overlap each other
-   and, across workers, the training loop's compute;
+1. starts the storage reads of the batch's misses -- those the main process's
+   read-ahead has not already attached to the plan (``plan.staged``) -- on a
+   bounded pool of I/O threads (``io_threads`` per process), so a batch's misses
+   overlap each other and, across workers, the training loop's compute;
 2. waits until the latest earlier batch that put one of its cached ids has
    written (``wait_for``), then reads its hits and substitutions from the cache
    in one ``get_many``; an id the policy holds but the cache does not (its put
@@ -111,6 +112,10 @@ class BatchFetcher(_TorchDataset):
     def _key(self, sid: int) -> CacheKey:
         return CacheKey(sid, self.hashes[sid])
 
+    def read_checked(self, sid: int) -> bytes:
+        """One storage read of ``sid``, checked against the manifest (read-ahead uses it too)."""
+        return self._read(sid)
+
     def _read(self, sid: int) -> bytes:
         data = self.store.read(self.keys[sid])
         if len(data) != int(self.sizes[sid]):
@@ -179,10 +184,12 @@ class BatchFetcher(_TorchDataset):
         pool = self.pool()
         is_miss = plan.outcomes == Outcome.MISS
         miss_ids = list(dict.fromkeys(plan.requested[is_miss].tolist()))
-        reads = self._submit(pool, miss_ids)
+        staged = plan.staged
+        to_read = [s for s in miss_ids if s not in staged]
+        reads = self._submit(pool, to_read)
         missed = set(miss_ids)
         cached = [s for s in dict.fromkeys(plan.served[~is_miss].tolist()) if s not in missed]
-        blobs: dict[int, bytes] = {}
+        blobs: dict[int, bytes] = {s: staged[s] for s in miss_ids if s in staged}
         rebuild_ids: list[int] = []
         rebuild: list[_Reads] = []
         wait_s = 0.0
@@ -211,8 +218,9 @@ class BatchFetcher(_TorchDataset):
         if error is not None:
             raise error
         info: dict[str, Any] = {
-            "storage_reads": len(miss_ids),
-            "storage_bytes": sum(len(blobs[s]) for s in miss_ids),
+            "storage_reads": len(to_read),  # read-ahead's reads are counted by the loader
+            "storage_bytes": sum(len(blobs[s]) for s in to_read),
+            "staged_reads": len(miss_ids) - len(to_read),
             "rebuild_reads": len(rebuild_ids),
             "rebuild_bytes": sum(len(blobs[s]) for s in rebuild_ids),
             "cache_reads": len(cached) - len(rebuild_ids),

@@ -23,6 +23,14 @@ How it is built, and why:
   a simulator loop with the same lag makes.
 * **Workers move bytes only** (:mod:`hotset.torch.fetch`), and apply cache
   writes in plan order (:mod:`hotset.torch.sequencer`).
+* **Read-ahead over the whole epoch** (:mod:`hotset.torch.readahead`): the
+  DataLoader looks only ``num_workers * prefetch_factor`` batches ahead, so the
+  main process also reads the epoch's not-yet-cached ids ahead, in order, into
+  a staging area of ``readahead_bytes`` (default 64 MiB, outside the cache
+  budget; 0 turns it off; off by default for systems that substitute misses),
+  and attaches them to the plans that need them. Its reads are storage reads
+  and are counted as such (``readahead_reads``; ``readahead_wasted`` for those
+  nothing used).
 * **No torch internals are touched**: a stock DataLoader with a custom sampler,
   dataset and collate function; pin_memory, persistent_workers, timeouts and
   multiprocessing contexts are the DataLoader's own.
@@ -38,6 +46,7 @@ applied to the cache and their admissions rebuilt lazily.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import secrets
 import time
@@ -56,6 +65,7 @@ from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BatchFetcher, identity_collate
 from hotset.torch.plan import EpochLog, Feedback, Planner
+from hotset.torch.readahead import ReadAhead, ReadAheadCounts
 from hotset.torch.sequencer import Sequencer
 from hotset.units import parse_bytes
 
@@ -71,7 +81,17 @@ _COUNTERS = (
     "storage_bytes",
     "rebuild_reads",
     "rebuild_bytes",
+    "staged_reads",
 )
+#: counted from the read-ahead, not from the workers' batch info
+_READAHEAD_COUNTERS = (
+    "readahead_reads",
+    "readahead_bytes",
+    "readahead_wasted",
+    "readahead_wasted_bytes",
+)
+#: read-ahead's default staging budget (outside the cache's budget)
+DEFAULT_READAHEAD_BYTES = 64 * 2**20
 
 
 def _check_int(name: str, value: object, low: int) -> int:
@@ -118,7 +138,8 @@ def load_system_state(system: System, state: Mapping[str, Any]) -> None:
 class _EpochStats:
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
-        self.counts = dict.fromkeys(_COUNTERS, 0)
+        self.counts = dict.fromkeys(_COUNTERS + _READAHEAD_COUNTERS, 0)
+        self._ra_seen = ReadAheadCounts()
         self.stall_seconds = 0.0
         self.wall_seconds = 0.0
         self.finished = False
@@ -129,6 +150,22 @@ class _EpochStats:
         for key in _COUNTERS[1:]:
             c[key] += int(info[key])
         self.stall_seconds += stall
+
+    def baseline(self, ra: ReadAheadCounts) -> None:
+        """Read-ahead's counts are cumulative: count from here on."""
+        self._ra_seen = dataclasses.replace(ra)
+
+    def absorb(self, ra: ReadAheadCounts) -> None:
+        """Add what read-ahead did since the last call: its reads are storage reads too."""
+        seen, c = self._ra_seen, self.counts
+        reads, nbytes = ra.reads - seen.reads, ra.bytes - seen.bytes
+        c["storage_reads"] += reads
+        c["storage_bytes"] += nbytes
+        c["readahead_reads"] += reads
+        c["readahead_bytes"] += nbytes
+        c["readahead_wasted"] += ra.wasted - seen.wasted
+        c["readahead_wasted_bytes"] += ra.wasted_bytes - seen.wasted_bytes
+        self._ra_seen = dataclasses.replace(ra)
 
     def row(self) -> dict[str, Any]:
         c = self.counts
@@ -168,11 +205,19 @@ class _PlanSampler(Sampler[Any]):
     may finalize the workers' queues before the iterator that shuts them down.
     """
 
-    def __init__(self, planner: Planner) -> None:
+    def __init__(self, planner: Planner, readahead: ReadAhead) -> None:
         self._planner = planner
+        self._readahead = readahead
 
     def __iter__(self) -> Iterator[Any]:
-        return self._planner.plans()
+        ra = self._readahead
+        for plan in self._planner.plans():
+            if ra.enabled:
+                end = plan.index * self._planner.batch_size + len(plan)
+                staged = ra.take(dict.fromkeys(plan.misses.tolist()), frontier=end)
+                if staged:
+                    plan = dataclasses.replace(plan, staged=staged)
+            yield plan
 
     def __len__(self) -> int:
         return self._planner.n_batches - self._planner.planned
@@ -195,6 +240,7 @@ class HotsetLoader:
         persistent_workers: bool = False,
         prefetch_factor: int | None = None,
         io_threads: int = 8,
+        readahead_bytes: int | str | None = None,
         drop_last: bool = False,
         verify: bool = False,
         rank: int | None = None,
@@ -250,6 +296,13 @@ class HotsetLoader:
             batch_size=batch_size,
             **dict(system_options or {}),
         )
+        if readahead_bytes is None:
+            # A policy that may serve another id in place of a miss makes "not cached
+            # now" a poor guess of what will be read: read-ahead would mostly waste.
+            substitutes = getattr(self.system.policy, "may_substitute", False)
+            ra_budget = 0 if substitutes else DEFAULT_READAHEAD_BYTES
+        else:
+            ra_budget = parse_bytes(readahead_bytes, name="readahead_bytes")
         if self.system.policy.needs_future:
             raise HotsetError(
                 f"system {system!r} needs the whole future (an offline bound); "
@@ -302,10 +355,13 @@ class HotsetLoader:
             io_threads=io_threads,
             verify=verify,
         )
+        self._readahead = ReadAhead(
+            self._fetcher.read_checked, sizes, budget_bytes=ra_budget, threads=io_threads
+        )
         self._dataloader: DataLoader[Any] | None = DataLoader(
             self._fetcher,
             batch_size=None,
-            sampler=_PlanSampler(self._planner),
+            sampler=_PlanSampler(self._planner, self._readahead),
             num_workers=num_workers,
             collate_fn=identity_collate,
             pin_memory=pin_memory,
@@ -427,6 +483,7 @@ class HotsetLoader:
     def close(self) -> None:
         """Stop workers and release the cache (the embedded one is unlinked)."""
         self._stop_iteration()
+        self._readahead.stop()
         self._dataloader = None  # persistent workers shut down with their iterator
         self._fetcher.close()
         if self.cache is not None:
@@ -495,6 +552,14 @@ class HotsetLoader:
         stats = self._current
         assert stats is not None and self._dataloader is not None
         it = iter(self._dataloader)
+        # Only now: workers are forked by iter(), and no read-ahead thread may run then.
+        planner = self._planner
+        stats.baseline(self._readahead.counts)
+        self._readahead.start(
+            planner.order,
+            begin=planner.planned * self.batch_size,
+            skip=self.system.policy.resident(),
+        )
         bar = None
         if self.progress:
             import sys
@@ -519,6 +584,7 @@ class HotsetLoader:
                 stall = time.perf_counter() - t0
                 x, y, ids, w, info = batch
                 stats.add(info, stall)
+                stats.absorb(self._readahead.counts)
                 np.add.at(self._outstanding, ids.numpy(), 1)
                 self._yielded += 1
                 self._planner.confirm(self._sequencer.written_upto)
@@ -531,6 +597,8 @@ class HotsetLoader:
             stats.finished = True
             self._status = "finished"
         finally:
+            self._readahead.stop()
+            stats.absorb(self._readahead.counts)
             if bar is not None:
                 bar.close()
             del it  # non-persistent workers shut down here
@@ -627,7 +695,8 @@ def loader(
     or a backend (``"redis://host:port/db"``, ``"redis+cluster://h:p,h:p"``,
     ``"memory"``) with the budget in ``cache_bytes=``. Other options: see
     :class:`HotsetLoader` (``num_workers``, ``seed``, ``pin_memory``,
-    ``persistent_workers``, ``prefetch_factor``, ``io_threads``, ``verify``,
+    ``persistent_workers``, ``prefetch_factor``, ``io_threads``,
+    ``readahead_bytes``, ``verify``,
     ``system_options``, ``progress``, ``check_store``, ``rank``/``world_size``).
     """
     if not isinstance(data, HotsetDataset):

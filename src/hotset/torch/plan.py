@@ -58,6 +58,8 @@ class BatchPlan:
     puts: IntArray  # net: ids to put (all were read from storage by this batch)
     wait_for: int  # seq of the last earlier batch that put one of our cached ids
     weights: FloatArray
+    #: bytes of some of our misses, read ahead by the main process (see readahead.py)
+    staged: dict[int, bytes] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.requested)
