@@ -62,7 +62,7 @@ def test_reads_ahead_within_budget_and_hands_over() -> None:
     sizes = np.full(60, 100, dtype=np.int64)
     order = np.random.default_rng(0).permutation(60)
     reads = _Reads(sizes, delay_s=0.002)
-    ra = ReadAhead(reads, sizes, budget_bytes=500, threads=3)
+    ra = ReadAhead(reads, sizes, budget_bytes=500, threads=3, max_miss_share=1.0)
     ra.start(order, begin=0, skip=())
     got = _drive(ra, order, 6, set(), reads)
     assert len(got) > 30  # it got ahead of most batches
@@ -77,7 +77,7 @@ def test_skips_cached_and_planned_ids_and_counts_waste() -> None:
     sizes = np.full(20, 10, dtype=np.int64)
     order = np.arange(20)
     reads = _Reads(sizes)
-    ra = ReadAhead(reads, sizes, budget_bytes=10_000, threads=2)
+    ra = ReadAhead(reads, sizes, budget_bytes=10_000, threads=2, max_miss_share=1.0)
     ra.start(order, begin=4, skip={7, 8})
     deadline = time.monotonic() + 5
     while ra.counts.reads < 14 and time.monotonic() < deadline:
@@ -97,7 +97,7 @@ def test_failed_read_is_left_to_the_worker() -> None:
     sizes = np.full(10, 10, dtype=np.int64)
     order = np.arange(10)
     reads = _Reads(sizes, fail={3})
-    ra = ReadAhead(reads, sizes, budget_bytes=1000, threads=1)
+    ra = ReadAhead(reads, sizes, budget_bytes=1000, threads=1, max_miss_share=1.0)
     ra.start(order, begin=0, skip=())
     got = _drive(ra, order, 5, set(), reads)
     assert 3 not in got and len(got) == 9
@@ -131,7 +131,7 @@ def test_invariants(n: int, draws: int, budget: int, batch: int, threads: int, s
     skip = set(rng.choice(n, size=n // 4, replace=False).tolist()) if n >= 4 else set()
     hits = set(rng.choice(n, size=n // 3, replace=False).tolist()) if n >= 3 else set()
     reads = _Reads(sizes)
-    ra = ReadAhead(reads, sizes, budget_bytes=budget, threads=threads)
+    ra = ReadAhead(reads, sizes, budget_bytes=budget, threads=threads, max_miss_share=1.0)
     ra.start(order, begin=0, skip=skip)
     got = _drive(ra, order, batch, hits, reads)
     assert not (set(reads.calls) & skip)
@@ -142,12 +142,32 @@ def test_invariants(n: int, draws: int, budget: int, batch: int, threads: int, s
     assert c.used == len(got)
 
 
+def test_idle_when_most_of_the_epoch_misses() -> None:
+    """An all-miss epoch is left to the DataLoader's window; a mostly cached one is read ahead."""
+    sizes = np.full(100, 10, dtype=np.int64)
+    order = np.arange(100)
+    assert ReadAhead.miss_share(order, 10, set(range(50, 100))) == pytest.approx(40 / 90)
+    reads = _Reads(sizes)
+    ra = ReadAhead(reads, sizes, budget_bytes=10_000, threads=2)  # max_miss_share 0.5
+    ra.start(order, begin=0, skip=set(range(40)))  # 60% uncached
+    assert not ra.active
+    assert ra.take([50, 51], frontier=52) == {}
+    ra.stop()
+    assert not reads.calls
+    ra.start(order, begin=0, skip=set(range(60)))  # 40% uncached
+    assert ra.active
+    got = _drive(ra, order, 10, set(), reads)
+    assert set(reads.calls) == set(range(60, 100)) and len(got) > 0
+
+
 def test_bad_arguments() -> None:
     sizes = np.ones(3, dtype=np.int64)
     with pytest.raises(ValueError, match="budget_bytes"):
         ReadAhead(lambda s: b"", sizes, budget_bytes=-1, threads=1)
     with pytest.raises(ValueError, match="threads"):
         ReadAhead(lambda s: b"", sizes, budget_bytes=1, threads=0)
+    with pytest.raises(ValueError, match="max_miss_share"):
+        ReadAhead(lambda s: b"", sizes, budget_bytes=1, threads=1, max_miss_share=1.5)
 
 
 # -- in the loader -------------------------------------------------------------------------
@@ -156,7 +176,7 @@ def _epochs(dataset_dir: Path, *, workers: int, readahead: int | None, epochs: i
     with hotset.loader(
         data,
         system="shade",
-        cache=0.3,
+        cache=0.2,  # epochs after the first mostly hit, some miss: read-ahead has work
         batch_size=16,
         num_workers=workers,
         readahead_bytes=readahead,

@@ -27,8 +27,9 @@ How it is built, and why:
   DataLoader looks only ``num_workers * prefetch_factor`` batches ahead, so the
   main process also reads the epoch's not-yet-cached ids ahead, in order, into
   a staging area of ``readahead_bytes`` (default 64 MiB, outside the cache
-  budget; 0 turns it off; off by default for systems that substitute misses),
-  and attaches them to the plans that need them. Its reads are storage reads
+  budget; 0 turns it off; off by default for systems that substitute misses;
+  idle in an epoch where most ids are uncached), and attaches them to the plans
+  that need them. Its reads are storage reads
   and are counted as such (``readahead_reads``; ``readahead_wasted`` for those
   nothing used).
 * **No torch internals are touched**: a stock DataLoader with a custom sampler,
@@ -212,7 +213,7 @@ class _PlanSampler(Sampler[Any]):
     def __iter__(self) -> Iterator[Any]:
         ra = self._readahead
         for plan in self._planner.plans():
-            if ra.enabled:
+            if ra.active:
                 end = plan.index * self._planner.batch_size + len(plan)
                 staged = ra.take(dict.fromkeys(plan.misses.tolist()), frontier=end)
                 if staged:
