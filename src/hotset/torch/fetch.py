@@ -229,9 +229,11 @@ class BatchFetcher(_TorchDataset):
         return blobs, info
 
     def _write(self, plan: BatchPlan, blobs: dict[int, bytes], rebuild: list[int]) -> None:
+        if self.cache is None:
+            # Nothing is ever written, so no batch waits for another: taking turns would
+            # only hold a finished worker until the one before it finished too.
+            return
         with self.sequencer.writing(plan.seq, generation=plan.generation):
-            if self.cache is None:
-                return
             if len(plan.deletes):
                 self.cache.delete_many([self._key(s) for s in plan.deletes.tolist()])
             gone = set(plan.deletes.tolist())
