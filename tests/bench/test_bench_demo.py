@@ -82,5 +82,10 @@ def test_cli_prints_the_table_and_writes_json(
     )
     printed = capsys.readouterr().out
     assert "samples/s" in printed and "lru" in printed and "torch" in printed
+    lines = printed.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("system"))
+    rows = lines[header + 2 : header + 4]  # torch (no hit ratio: a dash) and lru
+    assert [r.split()[0] for r in rows] == ["torch", "lru"]
+    assert all(len(r) == len(lines[header]) for r in rows)  # columns line up
     doc = json.loads((out / "demo-results.json").read_text())
     assert [r["system"] for r in doc["table"]] == ["torch", "lru"]

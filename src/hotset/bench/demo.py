@@ -208,7 +208,7 @@ def run(
     *,
     out: Path,
     n: int = 5000,
-    epochs: int = 5,
+    epochs: int = 7,
     cache_frac: float = 0.2,
     systems: tuple[str, ...] = DEFAULT_SYSTEMS,
     seed: int = 0,

@@ -16,8 +16,9 @@ import click
 from hotset.bench.demo import DEFAULT_SYSTEMS
 
 
-def _cell(value: object, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
+def _cell(value: object, width: int, spec: str) -> str:
+    """A right-aligned table cell; a missing value is a dash of the same width."""
+    return f"{'-':>{width}}" if value is None else format(value, f">{width}{spec}")
 
 
 @click.command()
@@ -35,7 +36,7 @@ def _cell(value: object, fmt: str) -> str:
     show_default=True,
     help="Synthetic samples.",
 )
-@click.option("--epochs", type=click.IntRange(min=1), default=5, show_default=True)
+@click.option("--epochs", type=click.IntRange(min=1), default=7, show_default=True)
 @click.option("--cache-frac", type=float, default=0.2, show_default=True)
 @click.option("--systems", default=",".join(DEFAULT_SYSTEMS), show_default=True, help="Comma list.")
 @click.option("--workers", type=click.IntRange(min=0), default=2, show_default=True)
@@ -86,9 +87,9 @@ def demo(
     click.echo("-" * len(header))
     for r in result["table"]:
         click.echo(
-            f"{r['system']:<9}{_cell(r['exact_hit_ratio'], '>10.3f')}"
+            f"{r['system']:<9}{_cell(r['exact_hit_ratio'], 10, '.3f')}"
             f"{r['storage_reads_per_epoch']:>13.0f}{r['samples_per_s']:>11.0f}"
-            f"{_cell(r['speedup_vs_torch'], '>9.2f')}x{r['stall_share']:>8.0%}{r['val_accuracy']:>9.3f}"
+            f"{_cell(r['speedup_vs_torch'], 9, '.2f')}x{r['stall_share']:>8.0%}{r['val_accuracy']:>9.3f}"
         )
     click.echo(
         "\nexact-hit: requested id served from cache, epochs 2..E; stall: share of wall time "
