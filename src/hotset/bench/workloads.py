@@ -8,9 +8,13 @@ manifest loads with the expected length.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from hotset.errors import HotsetError
+
+_N = TypeVar("_N", int, float)
 
 WORKLOADS = ("synth", "digits")
 DEFAULT_DATA_DIR = Path(".hotset-data")
@@ -47,3 +51,21 @@ def parse_list(text: str, *, option: str) -> list[str]:
     if not items or any(not item for item in items):
         raise HotsetError(f"{option}: expected a comma-separated list, got {text!r}")
     return items
+
+
+def _parse_each(text: str, option: str, cast: Callable[[str], _N], noun: str) -> list[_N]:
+    items = parse_list(text, option=option)
+    try:
+        return [cast(item) for item in items]
+    except ValueError:
+        raise HotsetError(f"{option}: expected {noun}, got {text!r}") from None
+
+
+def parse_floats(text: str, *, option: str) -> list[float]:
+    """A comma list of numbers from the command line; the error names the option."""
+    return _parse_each(text, option, float, "numbers")
+
+
+def parse_ints(text: str, *, option: str) -> list[int]:
+    """A comma list of integers from the command line; the error names the option."""
+    return _parse_each(text, option, int, "integers")

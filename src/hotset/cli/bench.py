@@ -178,11 +178,10 @@ def loader(
     root: Path,
 ) -> None:
     """Real-clock throughput and stall: torch DataLoader, hotset systems, no-I/O."""
-    try:
-        values = [float(v) for v in latencies.split(",") if v.strip()]
-    except ValueError:
-        raise HotsetError(f"--latency-ms: expected numbers, got {latencies!r}") from None
-    if not values or min(values) < 0:
+    from hotset.bench.workloads import parse_floats
+
+    values = parse_floats(latencies, option="--latency-ms")
+    if min(values) < 0:
         raise HotsetError(f"--latency-ms: expected non-negative numbers, got {latencies!r}")
     from hotset.bench.loader import run
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_list
+from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_floats, parse_list
 from hotset.cli.bench import finish, root_option
 from hotset.errors import HotsetError
 
@@ -43,10 +43,7 @@ def command(
     """Exact hits, substitutions and storage reads per system and cache size."""
     from hotset.bench.hitratio import DEFAULT_SYSTEMS, run
 
-    try:
-        frac_values = [float(f) for f in parse_list(fracs, option="--fracs")]
-    except ValueError:
-        raise HotsetError(f"--fracs: expected numbers, got {fracs!r}") from None
+    frac_values = parse_floats(fracs, option="--fracs")
     bad = [f for f in frac_values if not 0 < f <= 1]
     if bad:
         raise HotsetError(f"--fracs: each fraction must be in (0, 1], got {bad[0]}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_list
+from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_ints, parse_list
 from hotset.cli.bench import finish, root_option
 from hotset.errors import HotsetError
 
@@ -47,10 +47,7 @@ def command(
     """Time to the pytorch baseline's accuracy, and final accuracy (mean ± std over seeds)."""
     from hotset.bench.train import run
 
-    try:
-        seed_values = [int(s) for s in parse_list(seeds, option="--seeds")]
-    except ValueError:
-        raise HotsetError(f"--seeds: expected integers, got {seeds!r}") from None
+    seed_values = parse_ints(seeds, option="--seeds")
     if any(s < 0 for s in seed_values):
         raise HotsetError(f"--seeds: seeds must be non-negative, got {seeds!r}")
     result = run(
