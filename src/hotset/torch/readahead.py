@@ -212,7 +212,9 @@ class ReadAhead:
                 return
             try:
                 data: bytes | None = self._read(sid)
-            except Exception:  # the worker reads it again and reports the error there
+            except BaseException:
+                # The worker reads it again and reports the error there. Any exception:
+                # an id left in flight would hang the plan that waits for it.
                 data = None
             with self._cond:
                 self._inflight.discard(sid)
