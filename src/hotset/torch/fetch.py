@@ -114,9 +114,6 @@ class BatchFetcher(_TorchDataset):
 
     def read_checked(self, sid: int) -> bytes:
         """One storage read of ``sid``, checked against the manifest (read-ahead uses it too)."""
-        return self._read(sid)
-
-    def _read(self, sid: int) -> bytes:
         data = self.store.read(self.keys[sid])
         if len(data) != int(self.sizes[sid]):
             raise IntegrityError(
@@ -173,7 +170,7 @@ class BatchFetcher(_TorchDataset):
         ]
 
     def _read_chunk(self, sids: list[int]) -> list[bytes]:
-        return [self._read(sid) for sid in sids]
+        return [self.read_checked(sid) for sid in sids]
 
     @staticmethod
     def _collect(reads: list[_Reads], blobs: dict[int, bytes]) -> None:

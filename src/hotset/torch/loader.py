@@ -29,9 +29,8 @@ How it is built, and why:
   a staging area of ``readahead_bytes`` (default 64 MiB, outside the cache
   budget; 0 turns it off; off by default for systems that substitute misses;
   idle in an epoch where most ids are uncached), and attaches them to the plans
-  that need them. Its reads are storage reads
-  and are counted as such (``readahead_reads``; ``readahead_wasted`` for those
-  nothing used).
+  that need them. Its reads are storage reads and are counted as such
+  (``readahead_reads``; ``readahead_wasted`` for those nothing used).
 * **No torch internals are touched**: a stock DataLoader with a custom sampler,
   dataset and collate function; pin_memory, persistent_workers, timeouts and
   multiprocessing contexts are the DataLoader's own.
@@ -300,8 +299,7 @@ class HotsetLoader:
         if readahead_bytes is None:
             # A policy that may serve another id in place of a miss makes "not cached
             # now" a poor guess of what will be read: read-ahead would mostly waste.
-            substitutes = getattr(self.system.policy, "may_substitute", False)
-            ra_budget = 0 if substitutes else DEFAULT_READAHEAD_BYTES
+            ra_budget = 0 if self.system.policy.may_substitute else DEFAULT_READAHEAD_BYTES
         else:
             ra_budget = parse_bytes(readahead_bytes, name="readahead_bytes")
         if self.system.policy.needs_future:

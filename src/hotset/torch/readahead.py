@@ -218,9 +218,8 @@ class ReadAhead:
                 data = None
             with self._cond:
                 self._inflight.discard(sid)
-                if data is None:
+                if data is None:  # not read: the plan finds it unstaged, its worker reads it
                     self._held -= int(self._sizes[sid])
-                    self._seen.discard(sid)  # not read: leave it to the worker
                 else:
                     self.counts.reads += 1
                     self.counts.bytes += len(data)
