@@ -145,3 +145,54 @@ def test_real_entry_point_exit_codes(tmp_path: Path) -> None:
     proc = run("data", "verify", str(out), "-q")
     assert proc.returncode == 1
     assert f"mismatch {m.keys[0]}" in proc.stdout
+
+
+def test_pack_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s"
+    assert (
+        _exit_code(["data", "synth", "--out", str(out), "--n", "20", "--image-size", "4", "-q"])
+        == 0
+    )
+    capsys.readouterr()
+    assert _exit_code(["data", "pack", str(out), "--chunk-size", "8", "--shuffle-seed", "3"]) == 0
+    captured = capsys.readouterr()
+    m = Manifest.load(out)
+    assert captured.out.strip() == (
+        f"packed 20 samples into 3 chunks, {m.total_bytes} bytes -> {out / 'chunks.json'}"
+    )
+    assert "pack" in captured.err  # the progress bar
+    assert sorted(p.name for p in (out / "chunks").iterdir()) == [
+        "c000000.bin",
+        "c000001.bin",
+        "c000002.bin",
+    ]
+
+    assert _exit_code(["data", "pack", str(out), "-q"]) == 0  # defaults: 64 per chunk
+    captured = capsys.readouterr()
+    assert "into 1 chunks" in captured.out and captured.err == ""
+    assert [p.name for p in (out / "chunks").iterdir()] == ["c000000.bin"]
+
+
+def test_pack_cli_bad_input_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s"
+    assert (
+        _exit_code(["data", "synth", "--out", str(out), "--n", "6", "--image-size", "4", "-q"]) == 0
+    )
+    capsys.readouterr()
+    for extra, culprit in (
+        (["--chunk-size", "0"], "--chunk-size"),
+        (["--shuffle-seed", "-1"], "--shuffle-seed"),
+    ):
+        assert _exit_code(["data", "pack", str(out), "-q", *extra]) == 2
+        assert culprit in _error_line(capsys)
+    assert _exit_code(["data", "pack", str(out), "--chunk-size", "many"]) == 2
+    assert "--chunk-size" in capsys.readouterr().err
+    assert _exit_code(["data", "pack", str(tmp_path / "nope")]) == 2
+    assert "nope" in _error_line(capsys)
+    assert not (out / "chunks.json").exists()
+
+    m = Manifest.load(out)
+    (out / m.keys[2]).write_bytes(b"tampered")
+    assert _exit_code(["data", "pack", str(out), "-q"]) == 2
+    assert f"sample 2 ('{m.keys[2]}')" in _error_line(capsys)
+    assert not (out / "chunks.json").exists() and not (out / "chunks").exists()

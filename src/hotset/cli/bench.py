@@ -99,6 +99,13 @@ def sim(
 @click.option("--latency-ms", type=float, default=2.0, show_default=True)
 @click.option("--concurrency", type=int, default=4, show_default=True)
 @click.option("--bandwidth-mb-s", type=float, default=1000.0, show_default=True)
+@click.option(
+    "--chunk-size",
+    type=int,
+    default=64,
+    show_default=True,
+    help="Samples read as one chunk, against as many single reads.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @root_option
 def store(
@@ -107,11 +114,15 @@ def store(
     latency_ms: float,
     concurrency: int,
     bandwidth_mb_s: float,
+    chunk_size: int,
     as_json: bool,
     root: Path,
 ) -> None:
-    """ThrottledStore: real-clock seconds against virtual-clock modeled seconds."""
-    from hotset.bench.store import run_throttled
+    """ThrottledStore: real-clock seconds against virtual-clock modeled seconds, and a
+    chunk of samples read in one request against one request per sample."""
+    if chunk_size < 1:
+        raise HotsetError(f"--chunk-size must be a positive integer, got {chunk_size!r}")
+    from hotset.bench.store import run_chunk_vs_singles, run_throttled
 
     result = run_throttled(
         n=n,
@@ -120,22 +131,55 @@ def store(
         concurrency=concurrency,
         bandwidth_mb_s=bandwidth_mb_s,
     )
+    chunk = run_chunk_vs_singles(
+        samples=chunk_size,
+        threads=threads,
+        latency_ms=latency_ms,
+        concurrency=concurrency,
+        bandwidth_mb_s=bandwidth_mb_s,
+        sample_bytes=result["sample_bytes"],
+    )
+    result["chunk"] = chunk
     result["table"] = [
         {
+            "case": f"{n} single reads, {threads} threads",
             "clock": clock,
             "seconds": result[clock]["seconds"],
             "samples_per_s": result[clock]["samples_per_s"],
             "reads": result[clock]["reads"],
             "bytes_read": result[clock]["bytes_read"],
             "wall_seconds": result[clock]["wall_seconds"],
+            "vs_chunk": None,
         }
         for clock in ("real", "virtual")
+    ] + [
+        {
+            "case": row["case"],
+            "clock": row["clock"],
+            "seconds": row["seconds"],
+            "samples_per_s": chunk_size / row["seconds"] if row["seconds"] > 0 else None,
+            "reads": row["reads"],
+            "bytes_read": chunk_size * chunk["sample_bytes"],
+            "wall_seconds": row["wall_seconds"],
+            "vs_chunk": round(row["vs_chunk"], 2),
+        }
+        for row in chunk["rows"]
     ]
+    real = chunk["summary"]["real"]
     result["notes"] = [
         f"{n} reads of {result['sample_bytes']} B from {threads} threads, latency {latency_ms} ms, "
         f"{concurrency} in flight, {bandwidth_mb_s} MB/s; lower bound "
         f"{result['lower_bound_seconds']:.3f} s. Real seconds are wall time; virtual seconds are "
-        "modeled (the virtual clock does not sleep)."
+        "modeled (the virtual clock does not sleep).",
+        f"Chunk rows: {chunk_size} samples of {chunk['sample_bytes']} B read as one chunk file "
+        f"(hotset.data.chunks.read_chunk: one request, model {chunk['chunk_model_seconds'] * 1e3:.3f}"
+        f" ms) against one request per sample, from {threads} threads or from 1 thread waiting "
+        f"for each read, same store settings; median of {chunk['repeats']} runs on a fresh "
+        f"store. vs_chunk = seconds / the chunk's seconds on the same clock. Real clock: chunk "
+        f"{real['chunk_seconds'] * 1e3:.2f} ms, {chunk_size} single reads "
+        f"{real['singles_seconds'] * 1e3:.2f} ms ({real['singles_over_chunk']:.1f}x), "
+        f"one at a time {real['sequential_seconds'] * 1e3:.2f} ms "
+        f"({real['sequential_over_chunk']:.1f}x).",
     ]
     finish("store", result, root, as_json)
 

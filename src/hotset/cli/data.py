@@ -1,4 +1,4 @@
-"""``hotset data``: make, import and verify datasets."""
+"""``hotset data``: make, import, verify and pack datasets."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import click
 
 @click.group("data")
 def data() -> None:
-    """Make, import and verify datasets (a folder of files plus manifest.csv and dataset.json)."""
+    """Make, import, verify and pack datasets (files plus manifest.csv and dataset.json)."""
 
 
 @data.command("synth")
@@ -132,3 +132,42 @@ def verify(dataset: str, quiet: bool) -> None:
     if not result.ok:
         # a plain SystemExit: click's non-standalone mode would swallow ctx.exit(1)
         sys.exit(1)
+
+
+@data.command("pack")
+@click.argument("dataset", type=click.Path())
+@click.option(
+    "--chunk-size",
+    default=64,
+    show_default=True,
+    type=int,
+    help="Samples per chunk file (one storage request reads a whole chunk).",
+)
+@click.option(
+    "--shuffle-seed",
+    default=None,
+    type=int,
+    help="Group ids into chunks by a seeded permutation instead of id order.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def pack(dataset: str, chunk_size: int, shuffle_seed: int | None, quiet: bool) -> None:
+    """Store samples in chunks: one file per CHUNK-SIZE samples, plus chunks.json.
+
+    Chunk files go to chunks/ under the dataset root, and the per-sample files
+    stay. Every sample is checked against the manifest while packing; a
+    re-pack replaces the old chunk files.
+    """
+    from hotset.data.chunks import layout_path, pack_dataset
+    from hotset.errors import HotsetError
+
+    if chunk_size < 1:
+        raise HotsetError(f"--chunk-size must be a positive integer, got {chunk_size!r}")
+    if shuffle_seed is not None and shuffle_seed < 0:
+        raise HotsetError(f"--shuffle-seed must be a non-negative integer, got {shuffle_seed!r}")
+    layout = pack_dataset(
+        dataset, chunk_size=chunk_size, shuffle_seed=shuffle_seed, progress=not quiet
+    )
+    click.echo(
+        f"packed {layout.n} samples into {layout.n_chunks} chunks, {layout.total_bytes} bytes "
+        f"-> {layout_path(dataset)}"
+    )

@@ -1,4 +1,4 @@
-"""Datasets: manifests, decoding, generators (synthetic, sklearn digits), importers.
+"""Datasets: manifests, decoding, generators (synthetic, sklearn digits), importers, chunks.
 
 ``open_dataset(path)`` is the one way the rest of hotset gets a dataset: the
 validated :class:`Manifest` plus the :class:`~hotset.storage.base.Store` its
@@ -11,6 +11,7 @@ import importlib
 import os
 from pathlib import Path
 
+from hotset.data.chunks import ChunkLayout, load_layout, pack_dataset, read_chunk
 from hotset.data.decode import decode, decode_many, format_of
 from hotset.data.digits import make_digits
 from hotset.data.importer import import_folder, scan
@@ -67,6 +68,7 @@ def open_dataset(dir_or_url: str | os.PathLike[str]) -> tuple[Manifest, Store]:
 __all__ = [
     "DATASET_JSON",
     "MANIFEST_CSV",
+    "ChunkLayout",
     "Manifest",
     "Mismatch",
     "SynthConfig",
@@ -78,9 +80,12 @@ __all__ = [
     "decode_many",
     "format_of",
     "import_folder",
+    "load_layout",
     "make_digits",
     "make_synth",
     "open_dataset",
+    "pack_dataset",
+    "read_chunk",
     "scan",
     "verify",
 ]

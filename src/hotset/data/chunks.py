@@ -1,0 +1,667 @@
+"""Chunked storage: samples stored together and read in ONE storage request.
+
+Brand, Quiver and iCACHE do not read a sample at a time: they read a *chunk* (a
+read unit) of samples stored side by side, paying one request latency for many
+samples, and then serve, substitute or cache its members. A :class:`ChunkLayout`
+is the map that makes this possible, the way mosaicml/streaming's spanner maps a
+sample to (shard, index): sample id -> (chunk, byte offset, byte length), plus
+each chunk's store key, size and content hash.
+
+Why one file per chunk
+----------------------
+Each chunk is its own file, ``chunks/cNNNNNN.bin`` under the dataset root, so a
+chunk read is a plain ``store.read(chunk_key)``:
+
+* it is exactly one request: one latency, and its bytes cross the link at link
+  bandwidth in :class:`~hotset.storage.throttled.ThrottledStore`'s cost model,
+  with no range-read support needed from any store;
+* it works unchanged on every store (local directory, ``memory://`` and other
+  fsspec stores, S3), because every store can read a whole key;
+* a chunk is cached, hashed and verified as one object, by its own key.
+
+One big pack file read with byte ranges would need range reads in the Store
+protocol and in the cost model; many small files per chunk would not be one
+request. Chunk files *duplicate* the sample files (the per-sample files stay, so
+single-sample reads and ``hotset data verify`` keep working).
+
+File format
+-----------
+* ``ROOT/chunks/cNNNNNN.bin`` (``ROOT`` is the store root: the dataset directory
+  unless ``dataset.json`` records another ``root``): the plain concatenation of
+  its members' bytes in stored order, no header, no padding. Chunk ``c`` holds
+  the ``c``-th run of ``chunk_size`` ids in id order, or in a seeded permutation
+  of the ids (``shuffle_seed``), so the last chunk may be shorter.
+* ``DIR/chunks.json`` beside ``manifest.csv``: ``{"format": "hotset-chunks",
+  "version": 1, "n", "chunk_size", "shuffle_seed", "chunks": [{"key", "size",
+  "xxh3", "ids", "offsets", "lengths"}, ...]}`` with each chunk's members in
+  stored (offset) order. Readers accept gaps between members (a later format may
+  align them) but never overlaps or bytes past the chunk's end.
+
+:func:`pack_dataset` builds every chunk file in a hidden temporary folder,
+checking each sample against the manifest hash, swaps it in for the old
+``chunks/`` folder (so stale chunk files vanish) and writes ``chunks.json``
+last; the old ``chunks.json`` is removed before the swap. A crash therefore
+leaves either no layout or a layout whose files are all present and complete.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.data.manifest import Manifest, content_hash
+from hotset.errors import HotsetError, IntegrityError
+from hotset.fsutil import atomic_write
+from hotset.storage.base import Store, check_key
+
+IntArray = npt.NDArray[np.int64]
+
+CHUNKS_JSON = "chunks.json"
+CHUNK_DIR = "chunks"
+FORMAT = "hotset-chunks"
+VERSION = 1
+
+_HASH_RE = re.compile(r"^[0-9a-f]{16}$")
+
+
+def chunk_key(c: int) -> str:
+    """Store key of chunk ``c``: ``chunks/cNNNNNN.bin`` (six digits, more when needed)."""
+    return f"{CHUNK_DIR}/c{c:06d}.bin"
+
+
+def _int_array(name: str, value: object) -> IntArray:
+    """``value`` as a read-only 1-D int64 copy; anything but integers is refused by name."""
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise HotsetError(f"{name}: expected a 1-D array, got shape {arr.shape}")
+    if arr.size and arr.dtype.kind not in "iu":
+        raise HotsetError(f"{name}: expected integers, got dtype {arr.dtype}")
+    out = arr.astype(np.int64, copy=True)
+    out.setflags(write=False)
+    return out
+
+
+def check_chunk_size(chunk_size: object) -> int:
+    """``chunk_size`` if it is an integer >= 1 (samples per chunk), else a named error."""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer):
+        raise HotsetError(f"chunk_size: must be an integer >= 1, got {chunk_size!r}")
+    if chunk_size < 1:
+        raise HotsetError(f"chunk_size: must be an integer >= 1, got {chunk_size!r}")
+    return int(chunk_size)
+
+
+def check_shuffle_seed(seed: object) -> int | None:
+    """None or a non-negative integer (what ``np.random.default_rng`` accepts)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise HotsetError(f"shuffle_seed: must be None or an integer >= 0, got {seed!r}")
+    return int(seed)
+
+
+@dataclass(frozen=True, eq=False)
+class ChunkLayout:
+    """Sample id -> (chunk, offset, length), and the chunk files' keys, sizes and hashes.
+
+    Arrays are copied to read-only int64 on construction, and everything is
+    validated there, so a layout that exists is consistent: every id is in one
+    chunk, every member lies inside its chunk, and members never overlap.
+    """
+
+    chunk_of: IntArray
+    """(n,) chunk index of each sample id."""
+    offset: IntArray
+    """(n,) byte offset of each sample inside its chunk file."""
+    length: IntArray
+    """(n,) byte length of each sample."""
+    chunk_keys: tuple[str, ...]
+    """Store keys of the chunk files (relative to the store root, e.g. ``chunks/c000012.bin``)."""
+    chunk_sizes: IntArray
+    """(C,) byte size of each chunk file."""
+    chunk_hashes: tuple[str, ...]
+    """xxh3-64 hex of each chunk file."""
+    chunk_size: int
+    """Samples per chunk asked for (the last chunk may hold fewer)."""
+    shuffle_seed: int | None = None
+    """Seed of the permutation that grouped ids into chunks; None for id order."""
+
+    _order: IntArray = field(init=False, repr=False)
+    _starts: IntArray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        chunk_of = _int_array("chunk_of", self.chunk_of)
+        offset = _int_array("offset", self.offset)
+        length = _int_array("length", self.length)
+        sizes = _int_array("chunk_sizes", self.chunk_sizes)
+        keys = tuple(self.chunk_keys)
+        hashes = tuple(self.chunk_hashes)
+        n, n_chunks = len(chunk_of), len(sizes)
+        if n == 0:
+            raise HotsetError("chunk_of: a chunk layout needs at least one sample, got 0")
+        if len(offset) != n or len(length) != n:
+            raise HotsetError(
+                f"chunk_of, offset and length differ in length: {n}, {len(offset)}, {len(length)}"
+            )
+        if len(keys) != n_chunks or len(hashes) != n_chunks:
+            raise HotsetError(
+                f"chunk_keys, chunk_sizes and chunk_hashes differ in length: "
+                f"{len(keys)}, {n_chunks}, {len(hashes)}"
+            )
+        check_chunk_size(self.chunk_size)
+        check_shuffle_seed(self.shuffle_seed)
+        for c, key in enumerate(keys):
+            if not isinstance(key, str):
+                raise HotsetError(f"chunk_keys[{c}]: expected a string, got {key!r}")
+            check_key(key)
+        if len(set(keys)) != n_chunks:
+            dup = next(k for k in keys if keys.count(k) > 1)
+            raise HotsetError(f"chunk_keys: duplicate key {dup!r}")
+        for c, digest in enumerate(hashes):
+            if not isinstance(digest, str) or not _HASH_RE.match(digest):
+                raise HotsetError(
+                    f"chunk_hashes[{c}]: {digest!r} is not 16 lowercase hex characters"
+                )
+        _first_bad(sizes < 0, lambda c: f"chunk_sizes[{c}]: negative size {int(sizes[c])}")
+        _first_bad(
+            (chunk_of < 0) | (chunk_of >= n_chunks),
+            lambda i: f"chunk_of[{i}]: chunk {int(chunk_of[i])} is not in 0..{n_chunks - 1}",
+        )
+        _first_bad(offset < 0, lambda i: f"offset[{i}]: negative offset {int(offset[i])}")
+        _first_bad(length < 0, lambda i: f"length[{i}]: negative length {int(length[i])}")
+        end = offset + length
+        _first_bad(
+            end > sizes[chunk_of],
+            lambda i: (
+                f"offset[{i}] + length[{i}] = {int(end[i])} is past the end of chunk "
+                f"{int(chunk_of[i])} ({int(sizes[chunk_of[i]])} bytes)"
+            ),
+        )
+        # stored order: by chunk, then offset; at one offset zero-length members come
+        # first (they overlap nothing), by id
+        order = np.lexsort((np.arange(n), length, offset, chunk_of)).astype(np.int64)
+        same_chunk = chunk_of[order[1:]] == chunk_of[order[:-1]]
+        overlap = same_chunk & (offset[order[1:]] < end[order[:-1]])
+        _first_bad(
+            overlap,
+            lambda j: (
+                f"offset[{int(order[j + 1])}]: sample {int(order[j + 1])} at offset "
+                f"{int(offset[order[j + 1]])} overlaps sample {int(order[j])} "
+                f"(bytes {int(offset[order[j]])}..{int(end[order[j]])}) in chunk "
+                f"{int(chunk_of[order[j]])}"
+            ),
+        )
+        starts = np.zeros(n_chunks + 1, dtype=np.int64)
+        np.cumsum(np.bincount(chunk_of, minlength=n_chunks), out=starts[1:])
+        order.setflags(write=False)
+        starts.setflags(write=False)
+        for name, value in (
+            ("chunk_of", chunk_of),
+            ("offset", offset),
+            ("length", length),
+            ("chunk_sizes", sizes),
+            ("chunk_keys", keys),
+            ("chunk_hashes", hashes),
+            ("chunk_size", int(self.chunk_size)),
+            ("_order", order),
+            ("_starts", starts),
+        ):
+            object.__setattr__(self, name, value)
+
+    # ---- sizes -----------------------------------------------------------------
+
+    @property
+    def n(self) -> int:
+        """Number of samples (ids ``0..n-1``)."""
+        return len(self.chunk_of)
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.chunk_sizes)
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of all chunk files together."""
+        return int(self.chunk_sizes.sum())
+
+    # ---- lookups ---------------------------------------------------------------
+
+    def _check_chunk(self, c: object) -> int:
+        try:
+            index = operator.index(c)  # type: ignore[arg-type]
+        except TypeError:
+            raise HotsetError(f"chunk: expected an integer, got {c!r}") from None
+        if not 0 <= index < self.n_chunks:
+            raise HotsetError(f"chunk {index} is not in 0..{self.n_chunks - 1}")
+        return index
+
+    def members(self, c: int) -> IntArray:
+        """Ids of chunk ``c`` in stored (offset) order; a read-only view, O(1)."""
+        c = self._check_chunk(c)
+        return self._order[self._starts[c] : self._starts[c + 1]]
+
+    def locate(self, sid: int) -> tuple[int, int, int]:
+        """(chunk, offset, length) of sample ``sid``."""
+        try:
+            index = operator.index(sid)
+        except TypeError:
+            raise HotsetError(f"sample id: expected an integer, got {sid!r}") from None
+        if not 0 <= index < self.n:
+            raise HotsetError(f"sample id {index} is not in 0..{self.n - 1}")
+        return int(self.chunk_of[index]), int(self.offset[index]), int(self.length[index])
+
+    def split(self, c: int, blob: bytes) -> dict[int, bytes]:
+        """Cut chunk ``c``'s bytes into its samples, in stored order.
+
+        A blob of the wrong size means the chunk file is not the one this layout
+        was made for (re-packed, truncated): :class:`IntegrityError`, never a
+        silently mis-cut sample.
+        """
+        c = self._check_chunk(c)
+        expected = int(self.chunk_sizes[c])
+        if len(blob) != expected:
+            raise IntegrityError(
+                f"chunk {c} ({self.chunk_keys[c]!r}): got {len(blob)} bytes, layout says "
+                f"{expected} (re-run `hotset data pack`)"
+            )
+        view = memoryview(blob)
+        out: dict[int, bytes] = {}
+        for sid in self.members(c).tolist():
+            start = int(self.offset[sid])
+            out[sid] = bytes(view[start : start + int(self.length[sid])])
+        return out
+
+    def check_manifest(self, manifest: Manifest) -> None:
+        """Raise :class:`HotsetError` unless this layout fits ``manifest`` (count and sizes).
+
+        Catches a layout left over from an earlier dataset at the same path
+        without reading any chunk.
+        """
+        if len(manifest) != self.n:
+            raise HotsetError(
+                f"chunk layout has {self.n} samples but the manifest has {len(manifest)} "
+                "(re-run `hotset data pack`)"
+            )
+        bad = np.flatnonzero(manifest.sizes != self.length)
+        if len(bad):
+            i = int(bad[0])
+            raise HotsetError(
+                f"chunk layout says sample {i} has {int(self.length[i])} bytes but the manifest "
+                f"says {int(manifest.sizes[i])} (re-run `hotset data pack`)"
+            )
+
+    # ---- equality and text -----------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ChunkLayout):
+            return NotImplemented
+        return (
+            np.array_equal(self.chunk_of, other.chunk_of)
+            and np.array_equal(self.offset, other.offset)
+            and np.array_equal(self.length, other.length)
+            and np.array_equal(self.chunk_sizes, other.chunk_sizes)
+            and self.chunk_keys == other.chunk_keys
+            and self.chunk_hashes == other.chunk_hashes
+            and self.chunk_size == other.chunk_size
+            and self.shuffle_seed == other.shuffle_seed
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # arrays: not hashable
+
+    def __repr__(self) -> str:
+        return (
+            f"ChunkLayout({self.n} samples in {self.n_chunks} chunks, {self.total_bytes} bytes, "
+            f"chunk_size={self.chunk_size}, shuffle_seed={self.shuffle_seed})"
+        )
+
+    def to_json(self) -> str:
+        """The ``chunks.json`` text (see the module docstring for the format)."""
+        chunks = []
+        for c in range(self.n_chunks):
+            ids = self.members(c)
+            chunks.append(
+                {
+                    "key": self.chunk_keys[c],
+                    "size": int(self.chunk_sizes[c]),
+                    "xxh3": self.chunk_hashes[c],
+                    "ids": ids.tolist(),
+                    "offsets": self.offset[ids].tolist(),
+                    "lengths": self.length[ids].tolist(),
+                }
+            )
+        doc = {
+            "format": FORMAT,
+            "version": VERSION,
+            "n": self.n,
+            "chunk_size": self.chunk_size,
+            "shuffle_seed": self.shuffle_seed,
+            "chunks": chunks,
+        }
+        return json.dumps(doc, separators=(",", ":")) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, *, source: str = CHUNKS_JSON) -> ChunkLayout:
+        """Parse and validate ``chunks.json`` text; errors name ``source`` and the field."""
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise HotsetError(f"{source}: not valid JSON: {exc}") from None
+        try:
+            return cls._from_doc(doc)
+        except HotsetError as exc:
+            raise HotsetError(f"{source}: {exc}") from None
+
+    @classmethod
+    def _from_doc(cls, doc: Any) -> ChunkLayout:
+        if not isinstance(doc, dict):
+            raise HotsetError(f"expected a JSON object, got {type(doc).__name__}")
+        if doc.get("format") != FORMAT:
+            raise HotsetError(f"format must be {FORMAT!r}, got {doc.get('format')!r}")
+        if doc.get("version") != VERSION:
+            raise HotsetError(f"version {doc.get('version')!r} is not supported (want {VERSION})")
+        n = doc.get("n")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise HotsetError(f"n must be an integer >= 1, got {n!r}")
+        chunks = doc.get("chunks")
+        if not isinstance(chunks, list) or not chunks:
+            raise HotsetError("chunks must be a non-empty list")
+        chunk_of = np.full(n, -1, dtype=np.int64)
+        offset = np.zeros(n, dtype=np.int64)
+        length = np.zeros(n, dtype=np.int64)
+        keys: list[str] = []
+        sizes: list[int] = []
+        hashes: list[str] = []
+        for c, entry in enumerate(chunks):
+            where = f"chunks[{c}]"
+            if not isinstance(entry, dict):
+                raise HotsetError(f"{where}: expected an object")
+            key, size, digest = entry.get("key"), entry.get("size"), entry.get("xxh3")
+            if not isinstance(key, str):
+                raise HotsetError(f"{where}.key: expected a string, got {key!r}")
+            if isinstance(size, bool) or not isinstance(size, int):
+                raise HotsetError(f"{where}.size: expected an integer, got {size!r}")
+            if not isinstance(digest, str):
+                raise HotsetError(f"{where}.xxh3: expected a string, got {digest!r}")
+            columns = []
+            for name in ("ids", "offsets", "lengths"):
+                value = entry.get(name)
+                if not isinstance(value, list) or not all(
+                    isinstance(x, int) and not isinstance(x, bool) for x in value
+                ):
+                    raise HotsetError(f"{where}.{name}: expected a list of integers")
+                columns.append(np.asarray(value, dtype=np.int64).reshape(-1))
+            ids, offs, lens = columns
+            if not len(ids) == len(offs) == len(lens):
+                raise HotsetError(
+                    f"{where}: ids, offsets and lengths differ in length: "
+                    f"{len(ids)}, {len(offs)}, {len(lens)}"
+                )
+            outside = (ids < 0) | (ids >= n)
+            if outside.any():
+                raise HotsetError(f"{where}.ids: id {int(ids[outside][0])} is not in 0..{n - 1}")
+            taken = chunk_of[ids] >= 0
+            uniq, counts = np.unique(ids, return_counts=True)
+            if taken.any() or (counts > 1).any():
+                sid = int(ids[taken][0]) if taken.any() else int(uniq[counts > 1][0])
+                first = int(chunk_of[sid]) if chunk_of[sid] >= 0 else c
+                raise HotsetError(f"{where}.ids: id {sid} is already in chunk {first}")
+            chunk_of[ids] = c
+            offset[ids] = offs
+            length[ids] = lens
+            keys.append(key)
+            sizes.append(size)
+            hashes.append(digest)
+        missing = np.flatnonzero(chunk_of < 0)
+        if len(missing):
+            raise HotsetError(f"id {int(missing[0])} is in no chunk ({len(missing)} ids missing)")
+        chunk_size = doc.get("chunk_size")
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+            raise HotsetError(f"chunk_size: must be an integer >= 1, got {chunk_size!r}")
+        return cls(
+            chunk_of=chunk_of,
+            offset=offset,
+            length=length,
+            chunk_keys=tuple(keys),
+            chunk_sizes=np.asarray(sizes, dtype=np.int64),
+            chunk_hashes=tuple(hashes),
+            chunk_size=chunk_size,
+            shuffle_seed=doc.get("shuffle_seed"),
+        )
+
+    # ---- files -----------------------------------------------------------------
+
+    def save(self, dataset_dir: str | os.PathLike[str]) -> Path:
+        """Write ``DIR/chunks.json`` atomically and durably; returns its path."""
+        path = layout_path(dataset_dir)
+        atomic_write(path, self.to_json(), durable=True)
+        return path
+
+    @classmethod
+    def load(cls, dataset_dir: str | os.PathLike[str]) -> ChunkLayout:
+        """Read ``DIR/chunks.json``; a clear error when the dataset was never packed."""
+        path = layout_path(dataset_dir)
+        if not path.is_file():
+            raise HotsetError(
+                f"no chunk layout at {str(path)!r} (make one with `hotset data pack`)"
+            )
+        return cls.from_json(path.read_text(encoding="utf-8"), source=str(path))
+
+    @staticmethod
+    def exists(dataset_dir: str | os.PathLike[str]) -> bool:
+        """Whether ``DIR/chunks.json`` exists (the dataset has been packed)."""
+        return layout_path(dataset_dir).is_file()
+
+
+def _first_bad(mask: npt.NDArray[np.bool_], message: Callable[[int], str]) -> None:
+    """Raise ``HotsetError(message(i))`` for the first ``i`` where ``mask`` is true."""
+    bad = np.flatnonzero(mask)
+    if len(bad):
+        raise HotsetError(message(int(bad[0])))
+
+
+def _is_url(text: str) -> bool:
+    return "://" in text and not text.startswith("file://")
+
+
+def _local_dir(dataset_dir: str | os.PathLike[str]) -> Path:
+    """The folder holding ``manifest.csv`` for a dataset directory or its csv path."""
+    text = os.fspath(dataset_dir)
+    if _is_url(text):
+        raise HotsetError(f"{text!r}: expected a local dataset directory, not a URL")
+    csv_path, _ = Manifest.paths(text.removeprefix("file://"))
+    return csv_path.parent
+
+
+def layout_path(dataset_dir: str | os.PathLike[str]) -> Path:
+    """``DIR/chunks.json`` for a dataset directory (or its ``manifest.csv`` path)."""
+    return _local_dir(dataset_dir) / CHUNKS_JSON
+
+
+def load_layout(
+    location: str | os.PathLike[str], *, manifest: Manifest | None = None
+) -> ChunkLayout | None:
+    """The dataset's chunk layout, or None when it has none (never packed).
+
+    ``location`` is what :func:`hotset.data.open_dataset` takes: a directory, a
+    ``manifest.csv`` path or a store URL (then ``chunks.json`` is read through
+    the store, beside ``manifest.csv``). With ``manifest`` the layout is also
+    checked against it (:meth:`ChunkLayout.check_manifest`).
+    """
+    text = os.fspath(location)
+    layout: ChunkLayout | None
+    if _is_url(text):
+        from hotset.storage import open_store
+
+        store = open_store(text)
+        if not store.exists(CHUNKS_JSON):
+            return None
+        layout = ChunkLayout.from_json(
+            store.read(CHUNKS_JSON).decode("utf-8"), source=f"{text.rstrip('/')}/{CHUNKS_JSON}"
+        )
+    else:
+        layout = ChunkLayout.load(text) if ChunkLayout.exists(text) else None
+    if layout is not None and manifest is not None:
+        layout.check_manifest(manifest)
+    return layout
+
+
+def read_chunk(
+    store: Store, layout: ChunkLayout, c: int, *, verify: bool = False
+) -> dict[int, bytes]:
+    """Chunk ``c``'s samples by id, from ONE ``store.read`` of its chunk file.
+
+    ``verify`` also checks the chunk's xxh3 against the layout
+    (:class:`IntegrityError` on mismatch); the size is always checked.
+    """
+    c = layout._check_chunk(c)
+    blob = store.read(layout.chunk_keys[c])
+    if verify:
+        actual = content_hash(blob)
+        if actual != layout.chunk_hashes[c]:
+            raise IntegrityError(
+                f"chunk {c} ({layout.chunk_keys[c]!r}): xxh3 {actual}, layout says "
+                f"{layout.chunk_hashes[c]}"
+            )
+    return layout.split(c, blob)
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """Write and fsync: chunks.json, written durably later, must never outlive its files."""
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def pack_dataset(
+    dataset_dir: str | os.PathLike[str],
+    *,
+    chunk_size: int = 64,
+    shuffle_seed: int | None = None,
+    progress: bool = False,
+) -> ChunkLayout:
+    """Write one chunk file per ``chunk_size`` samples, then ``chunks.json``; return the layout.
+
+    Ids are grouped in id order, or in the permutation drawn by
+    ``np.random.default_rng(shuffle_seed)`` when a seed is given (a chunk then
+    holds random ids, so reading chunks in a random order stays close to
+    reading samples in a random order). Every sample is read through the
+    dataset's store and checked against the manifest (:class:`IntegrityError`
+    naming the sample on mismatch, and nothing of the old layout is touched).
+    Re-packing replaces the whole ``chunks/`` folder, so stale chunk files go.
+    Local datasets only: chunk files are written into the store root.
+    """
+    chunk_size = check_chunk_size(chunk_size)
+    seed = check_shuffle_seed(shuffle_seed)
+    from hotset.data import dataset_root, open_dataset
+
+    text = os.fspath(dataset_dir)
+    if _is_url(text):
+        raise HotsetError(
+            f"cannot pack {text!r}: packing writes files, so it needs a local dataset "
+            "(pack a local copy, then upload it with its chunks/ folder and chunks.json)"
+        )
+    local = Path(text.removeprefix("file://"))
+    manifest, store = open_dataset(local)
+    root = dataset_root(local, manifest)
+    final = root / CHUNK_DIR
+    if final.is_symlink() or (final.exists() and not final.is_dir()):
+        raise HotsetError(f"cannot pack: {str(final)!r} exists and is not a plain directory")
+    clash = next((k for k in manifest.keys if k.split("/", 1)[0] == CHUNK_DIR), None)
+    if clash is not None:
+        raise HotsetError(
+            f"cannot pack: sample key {clash!r} lies in {CHUNK_DIR}/, the folder chunk files "
+            "replace"
+        )
+
+    n = len(manifest)
+    order = (
+        np.arange(n, dtype=np.int64)
+        if seed is None
+        else np.random.default_rng(seed).permutation(n).astype(np.int64)
+    )
+    chunk_of = np.empty(n, dtype=np.int64)
+    offset = np.empty(n, dtype=np.int64)
+    length = np.empty(n, dtype=np.int64)
+    keys: list[str] = []
+    sizes: list[int] = []
+    hashes: list[str] = []
+    from tqdm import tqdm
+
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{CHUNK_DIR}.", suffix=".tmp"))
+    try:
+        with tqdm(
+            total=n, desc="pack", unit="sample", file=sys.stderr, disable=not progress
+        ) as bar:
+            for c, start in enumerate(range(0, n, chunk_size)):
+                ids = order[start : start + chunk_size]
+                datas = store.read_many([manifest.keys[i] for i in ids.tolist()])
+                pos = 0
+                for sid, data in zip(ids.tolist(), datas, strict=True):
+                    actual = content_hash(data)
+                    if actual != manifest.hashes[sid] or len(data) != int(manifest.sizes[sid]):
+                        raise IntegrityError(
+                            f"sample {sid} ({manifest.keys[sid]!r}): {len(data)} bytes with "
+                            f"xxh3 {actual}, manifest says {int(manifest.sizes[sid])} bytes "
+                            f"with xxh3 {manifest.hashes[sid]} (run `hotset data verify`)"
+                        )
+                    chunk_of[sid] = c
+                    offset[sid] = pos
+                    length[sid] = len(data)
+                    pos += len(data)
+                blob = b"".join(datas)
+                key = chunk_key(c)
+                _write_file(tmp / key.split("/", 1)[1], blob)
+                keys.append(key)
+                sizes.append(len(blob))
+                hashes.append(content_hash(blob))
+                bar.update(len(ids))
+        layout = ChunkLayout(
+            chunk_of=chunk_of,
+            offset=offset,
+            length=length,
+            chunk_keys=tuple(keys),
+            chunk_sizes=np.asarray(sizes, dtype=np.int64),
+            chunk_hashes=tuple(hashes),
+            chunk_size=chunk_size,
+            shuffle_seed=seed,
+        )
+        # No layout may point at files while they are being replaced: drop it first.
+        layout_path(local).unlink(missing_ok=True)
+        trash: Path | None = None
+        if final.exists():
+            trash = Path(tempfile.mkdtemp(dir=root, prefix=f".{CHUNK_DIR}.", suffix=".old"))
+            os.replace(final, trash)
+        os.replace(tmp, final)
+        layout.save(local)
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
+        return layout
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful swap
+
+
+__all__ = [
+    "CHUNKS_JSON",
+    "CHUNK_DIR",
+    "ChunkLayout",
+    "IntArray",
+    "check_chunk_size",
+    "check_shuffle_seed",
+    "chunk_key",
+    "layout_path",
+    "load_layout",
+    "pack_dataset",
+    "read_chunk",
+]
