@@ -6,6 +6,7 @@ import gc
 import os
 import pickle
 import threading
+import time
 from multiprocessing import shared_memory
 from unittest import mock
 
@@ -396,3 +397,52 @@ def test_threads_writing_through_two_handles_do_not_corrupt() -> None:
         assert owner.used_bytes() == sum(map(len, expected.values()))
         check_layout(owner)
         other.close()
+
+
+def test_a_counter_that_moves_during_the_copy_sends_the_read_round_again(
+    cache: SharedMemoryCache,
+) -> None:
+    # White-box: a writer that touched the slot while its bytes were copied shows
+    # up as a changed counter on the second look; the copy is discarded and redone.
+    (k0, d0), (k1, d1) = item(0, payload(0, 500)), item(1, payload(1, 700))
+    cache.put_many([(k0, d0), (k1, d1)])
+    real = shm_module._U64
+    looks: list[int] = []
+
+    class MovedOnce:
+        def unpack_from(self, buf: memoryview, offset: int) -> tuple[int]:
+            (seq,) = real.unpack_from(buf, offset)
+            looks.append(offset)
+            return (seq + 2,) if len(looks) == 1 else (seq,)
+
+    with mock.patch.object(shm_module, "_U64", MovedOnce()):
+        assert cache.get_many([k0, k1]) == [d0, d1]
+    assert len(looks) == 3  # k0 twice (moved, then settled), k1 once
+    assert cache.stats().hits == 2
+
+
+def test_a_slot_left_mid_write_is_a_miss_after_a_bounded_wait(cache: SharedMemoryCache) -> None:
+    (k0, d0), (k1, d1) = item(0, payload(0, 500)), item(1, payload(1, 700))
+    cache.put_many([(k0, d0), (k1, d1)])
+    slots = cache._seg.slots
+    slots[0, 0] += np.uint64(1)  # odd: a writer (alive, as far as we know) is on it
+    started = time.monotonic()
+    assert cache.get_many([k0, k1]) == [None, d1]
+    assert not cache.contains(k0)
+    assert time.monotonic() - started < 5
+    slots[0, 0] += np.uint64(1)  # the write settles
+    assert cache.get_many([k0]) == [d0]
+    assert cache.contains(k0)
+
+
+def test_an_extent_reaching_past_the_arena_is_a_miss_never_short_bytes(
+    cache: SharedMemoryCache,
+) -> None:
+    # No writer makes such an extent; a damaged index must still not serve a
+    # truncated sample as if it were the whole one.
+    key, data = item(3, payload(3, 400))
+    cache.put_many([(key, data)])
+    cache._seg.slots[3, 1] = cache.arena_bytes - 100
+    assert cache.get_many([key]) == [None]
+    assert not cache.contains(key)
+    assert cache.stats().misses == 1
