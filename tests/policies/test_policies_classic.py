@@ -21,7 +21,7 @@ H, M = int(Outcome.HIT), int(Outcome.MISS)
 
 def _policy(name: str, budget: Budget, trace: np.ndarray | None = None) -> Policy:
     policy = make_policy(name, budget, seed=3)
-    if policy.needs_future:
+    if policy.capabilities.needs_future:
         assert trace is not None
         policy.set_future(trace)
     return policy

@@ -52,7 +52,7 @@ def _our_hits(name: str, trace: np.ndarray, capacity: int, sizes: np.ndarray | N
         else Budget(capacity_bytes=capacity, sizes=sizes)
     )
     policy = Belady(budget, bypass=False) if name == "belady" else make_policy(name, budget, seed=0)
-    if policy.needs_future:
+    if policy.capabilities.needs_future:
         policy.set_future(trace)
     return int(np.count_nonzero(policy.replay(trace) == Outcome.HIT))
 

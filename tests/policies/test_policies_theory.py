@@ -32,7 +32,7 @@ def trace() -> np.ndarray:
 
 def _hits(name: str, trace: np.ndarray, capacity: int) -> np.ndarray:
     policy = make_policy(name, Budget(capacity_items=capacity), seed=1)
-    if policy.needs_future:
+    if policy.capabilities.needs_future:
         policy.set_future(trace)
     return policy.replay(trace) == Outcome.HIT
 

@@ -31,15 +31,27 @@ EPOCH_KEYS = {
     "requests",
     "exact_hits",
     "substitutions",
+    "prefetched",
     "storage_reads",
+    "storage_requests",
     "storage_bytes",
+    "unique_ids_trained",
+    "never_trained",
     "exact_hit_ratio",
     "train_loss",
     "val_accuracy",
     "modeled_io_seconds",
     "wall_seconds",
 }
-COUNTERS = ("requests", "exact_hits", "substitutions", "storage_reads", "storage_bytes")
+COUNTERS = (
+    "requests",
+    "exact_hits",
+    "substitutions",
+    "prefetched",
+    "storage_reads",
+    "storage_requests",
+    "storage_bytes",
+)
 LIVE_SYSTEMS = [s for s in ("pytorch", "lru", "minio", "shade") if s in registry.system_names()]
 
 
@@ -116,14 +128,20 @@ def test_contract_and_accounting_against_the_store(
     assert [row["epoch"] for row in result["epochs"]] == [1, 2]
     for row in result["epochs"]:
         assert set(row) >= EPOCH_KEYS
-        assert row["requests"] == row["exact_hits"] + row["substitutions"] + row["storage_reads"]
+        assert row["requests"] == (
+            row["exact_hits"] + row["substitutions"] + row["prefetched"] + row["storage_reads"]
+        )
+        # a batch asks the store once for an id it misses twice
+        assert row["storage_requests"] <= row["storage_reads"]
+        assert 0 < row["unique_ids_trained"] <= row["requests"]
+        assert 0 <= row["never_trained"] <= result["n_train"] - row["unique_ids_trained"]
         assert row["requests"] > 0
         assert row["exact_hit_ratio"] == row["exact_hits"] / row["requests"]
         assert 0.0 <= row["val_accuracy"] <= 1.0
         assert row["train_loss"] > 0 and math.isfinite(row["train_loss"])
         # the virtual clock can be no faster than the link or the lanes allow
         assert row["modeled_io_seconds"] >= row["storage_bytes"] / 100e6 - 1e-12
-        assert row["modeled_io_seconds"] >= math.ceil(row["storage_reads"] / 4) * 0.002 - 1e-12
+        assert row["modeled_io_seconds"] >= math.ceil(row["storage_requests"] / 4) * 0.002 - 1e-12
         assert row["wall_seconds"] >= 0
 
     totals = result["totals"]
@@ -136,7 +154,7 @@ def test_contract_and_accounting_against_the_store(
     # every storage read is a training key, and the counts are the store's own
     (store,) = recorder.made
     assert set(store.keys_read) <= train_keys
-    assert len(store.keys_read) == totals["storage_reads"] == store.stats().reads
+    assert len(store.keys_read) == totals["storage_requests"] == store.stats().reads
     assert sum(size_of[k] for k in store.keys_read) == totals["storage_bytes"]
     assert store.stats().bytes_read == totals["storage_bytes"]
 

@@ -23,7 +23,7 @@ def _items(n: int, k: int) -> Budget:
 
 def _drive(system: System, epochs: int) -> list[np.ndarray]:
     """Outcome per access, one array per epoch (the live driver's loop without a model)."""
-    if system.policy.needs_future:
+    if system.policy.capabilities.needs_future:
         plan = [system.sampler.order(EpochContext(epoch=e)) for e in range(epochs)]
         system.policy.set_future(np.concatenate(plan))
     out = []

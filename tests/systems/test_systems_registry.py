@@ -43,7 +43,7 @@ def test_every_spec_builds_a_working_system(name: str) -> None:
     system = build_system(name, n=n, budget=_budget(n), seed=3, batch_size=8)
     assert isinstance(system, System)
     assert system.name == name
-    if system.policy.needs_future:
+    if system.policy.capabilities.needs_future:
         future = [system.sampler.order(EpochContext(epoch=e)) for e in range(2)]
         system.policy.set_future(np.concatenate(future))
     for epoch in range(2):

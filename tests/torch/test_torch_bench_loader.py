@@ -22,10 +22,10 @@ def test_tiny_run_rows() -> None:
     )
     rows = {row["name"]: row for row in result["table"]}
     assert list(rows) == ["torch", "pytorch", "lru", "no-io"]
-    assert rows["torch"]["storage_reads"] == rows["pytorch"]["storage_reads"] == 2 * 192
+    assert rows["torch"]["storage_requests"] == rows["pytorch"]["storage_requests"] == 2 * 192
     assert rows["pytorch"]["exact_hit_ratio"] == 0.0
-    assert rows["no-io"]["storage_reads"] == 0
-    assert rows["lru"]["storage_reads"] < 2 * 192  # a 20% LRU cache hits something
+    assert rows["no-io"]["storage_requests"] == 0
+    assert rows["lru"]["storage_requests"] < 2 * 192  # a 20% LRU cache hits something
     for row in rows.values():
         assert row["samples_per_s"] > 0
         assert 0.0 <= row["stall_share"] <= 1.0

@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hotset.engine.planner import Planner
 from hotset.policies.base import Budget, Outcome
 from hotset.systems.registry import build_system
-from hotset.torch.plan import Planner
 
 
 @settings(max_examples=40, deadline=None)

@@ -204,7 +204,7 @@ def test_loader_same_decisions_and_bytes_with_or_without(dataset_dir: Path, work
     assert all(r["readahead_reads"] == 0 for r in rows_off)
     for on, off in zip(rows, rows_off, strict=True):
         # every read counted once: the workers' plus read-ahead's, wasted ones included
-        assert on["storage_reads"] == off["storage_reads"] + on["readahead_wasted"]
+        assert on["storage_requests"] == off["storage_requests"] + on["readahead_wasted"]
         assert on["staged_reads"] == on["readahead_reads"] - on["readahead_wasted"]
 
 

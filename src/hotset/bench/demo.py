@@ -167,9 +167,14 @@ def run_row(
         reads0 = len(split.train)
     else:
         data = HotsetDataset(manifest=split.train, store=store, decode="image")
-        cache = None if name == "pytorch" else cache_frac
+        # a system without a cache (capabilities.caches False) opens none, whatever the size
         with make_loader(
-            data, system=name, cache=cache, batch_size=batch_size, num_workers=workers, seed=seed
+            data,
+            system=name,
+            cache=cache_frac,
+            batch_size=batch_size,
+            num_workers=workers,
+            seed=seed,
         ) as ld:
             for epoch in range(epochs):
                 ld.set_epoch(epoch)
@@ -187,8 +192,8 @@ def run_row(
         later = report[1:] or report
         requests = sum(r["requests"] for r in later)
         hit_ratio = sum(r["exact_hits"] for r in later) / max(1, requests)
-        reads = sum(r["storage_reads"] + r["rebuild_reads"] for r in report)
-        reads0 = report[0]["storage_reads"]
+        reads = sum(r["storage_requests"] + r["rebuild_reads"] for r in report)
+        reads0 = report[0]["storage_requests"]
     wall = time.perf_counter() - start
     accuracy = trainer.accuracy(split.val_x, split.val_y)
     return {

@@ -139,7 +139,7 @@ def _row(
         "stall_seconds": round(stall, 3),
         "stall_share": round(stall / wall, 3) if wall > 0 else 0.0,
         "exact_hit_ratio": hits,
-        "storage_reads": reads,
+        "storage_requests": reads,
         "wall_seconds": round(wall, 3),
     }
 
@@ -160,11 +160,11 @@ def _hotset_row(
 
     from hotset.torch import loader as make_loader
 
-    cache = None if system == "pytorch" else cache_frac
+    # a system without a cache (capabilities.caches False) opens none, whatever the size
     with make_loader(
         data,
         system=system,
-        cache=cache,
+        cache=cache_frac,
         batch_size=batch_size,
         num_workers=workers,
         seed=seed,
@@ -185,7 +185,7 @@ def _hotset_row(
         rows = ld.report()
     requests = sum(r["requests"] for r in rows)
     hits = sum(r["exact_hits"] for r in rows)
-    reads = sum(r["storage_reads"] + r["rebuild_reads"] for r in rows)
+    reads = sum(r["storage_requests"] + r["rebuild_reads"] for r in rows)
     stall = sum(r["stall_seconds"] for r in rows)
     out = _row(system, requests, wall, stall, hits=round(hits / requests, 4), reads=reads)
     out["per_epoch_samples_per_s"] = [round(r["samples_per_s"], 1) for r in rows]
@@ -252,7 +252,7 @@ def run(
             )
         memory = _MemoryStore({k: inner.read(k) for k in manifest.keys})
         row = _plain_row("no-io", memory, manifest, compute_s=compute_s, seed=seed, **common)
-        row["storage_reads"] = 0
+        row["storage_requests"] = 0
         table.append(row)
     return {
         "params": {

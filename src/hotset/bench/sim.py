@@ -51,7 +51,7 @@ def run(
     for name in names:
         policy = make_policy(name, Budget(capacity_items=capacity), seed=seed)
         start = time.perf_counter()
-        if policy.needs_future:
+        if policy.capabilities.needs_future:
             policy.set_future(trace)
         out = policy.replay(trace)
         seconds = time.perf_counter() - start

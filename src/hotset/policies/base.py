@@ -12,7 +12,11 @@ Hit accounting is explicit and never merged:
 * ``HIT`` -- an exact hit: the requested id is served from cache;
 * ``SUBSTITUTION`` -- another cached id is served in its place (Quiver, iCACHE's
   L-cache); no storage read;
-* ``MISS`` -- the requested id is read from storage (cold misses included).
+* ``MISS`` -- the requested id is read from storage (cold misses included), alone
+  or inside a read unit (a chunk or package: ids stored together, one request);
+* ``PREFETCHED`` -- the requested id is served from bytes already on their way: a
+  unit prefetched by an earlier batch, or one another request of the same batch
+  read. No storage read is charged to it (the read was charged when it was made).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.capabilities import Capabilities
+from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 
 IntArray = npt.NDArray[np.int64]
@@ -37,6 +43,11 @@ class Outcome(enum.IntEnum):
     HIT = 0
     SUBSTITUTION = 1
     MISS = 2
+    PREFETCHED = 3
+
+
+#: how many outcomes there are (``np.bincount(..., minlength=N_OUTCOMES)``)
+N_OUTCOMES = len(Outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +55,13 @@ class Decision:
     """The answer to one access.
 
     ``served`` equals ``requested`` except for a substitution. ``admitted`` says
-    whether a missed id was placed in the cache; ``evicted`` lists the ids that
+    whether the served id was placed in the cache; ``evicted`` lists the ids that
     left the cache to make room, in eviction order.
+
+    ``unit`` names the read unit (a chunk of the dataset's layout) whose bytes
+    hold the served id: for a MISS the unit read from storage in one request, for
+    PREFETCHED the unit already read; -1 means the sample alone. A unit read may
+    admit more of its ids than the one requested: they are ``also_admitted``.
     """
 
     requested: int
@@ -53,6 +69,8 @@ class Decision:
     served: int
     admitted: bool = False
     evicted: tuple[int, ...] = ()
+    unit: int = -1
+    also_admitted: tuple[int, ...] = ()
 
     @property
     def storage_read(self) -> bool:
@@ -70,11 +88,14 @@ class Budget:
     capacity_bytes: int | None = None
     capacity_items: int | None = None
     sizes: IntArray | None = None
+    #: bytes a prefetching policy may hold staged (read, not yet served), outside
+    #: the cache's capacity; 0 forbids prefetching
+    staging_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.capacity_bytes is None and self.capacity_items is None:
             raise HotsetError("budget: give capacity_bytes, capacity_items or both")
-        for name in ("capacity_bytes", "capacity_items"):
+        for name in ("capacity_bytes", "capacity_items", "staging_bytes"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int | np.integer) or value < 0):
                 raise HotsetError(f"budget: {name} must be a non-negative integer, got {value!r}")
@@ -110,17 +131,18 @@ class Policy(ABC):
     """
 
     name: ClassVar[str] = "policy"
-    #: the policy must be given the whole future with :meth:`set_future`
-    needs_future: ClassVar[bool] = False
-    #: the policy may serve another (cached) id in place of a miss
-    may_substitute: ClassVar[bool] = False
+    #: what the drivers must provide (the future, unit reads, prefetch staging, ...)
+    capabilities: ClassVar[Capabilities] = Capabilities()
 
     def __init__(self, budget: Budget, *, seed: int = 0) -> None:
         self.budget = budget
         self.seed = int(seed)
         self.used_bytes = 0
         self.used_items = 0
+        #: bytes of prefetched units read and not yet served (<= budget.staging_bytes)
+        self.staged_bytes = 0
         self.epoch = 0
+        self.layout: UnitLayout | None = None
 
     # -- hooks the drivers call -------------------------------------------------
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
@@ -129,6 +151,10 @@ class Policy(ABC):
 
     def end_epoch(self) -> None:
         """Called after the last access of an epoch."""
+
+    def attach_layout(self, layout: UnitLayout | None) -> None:
+        """The dataset's chunk layout (read units); policies that read units keep it."""
+        self.layout = layout
 
     def set_future(self, trace: IntArray) -> None:
         """Give the whole access sequence (offline policies); online ones ignore it."""
@@ -142,6 +168,24 @@ class Policy(ABC):
     @abstractmethod
     def access(self, sid: int) -> Decision:
         """Decide one access."""
+
+    def prefetch(self) -> tuple[int, ...]:
+        """Read units to read now for later batches; called after each batch's accesses.
+
+        Only policies declaring ``capabilities.prefetches`` are asked. A unit
+        returned here is staged (``staged_bytes`` grows by its size) until the
+        first batch that serves from it has ended.
+        """
+        return ()
+
+    def regions(self) -> dict[str, tuple[int, int]]:
+        """``{region: (used_bytes, capacity_bytes)}``; one region unless the policy splits.
+
+        Regions share the cache store's one total budget: their capacities add
+        up to at most ``budget.capacity_bytes``.
+        """
+        cap = self.budget.capacity_bytes
+        return {"main": (self.used_bytes, -1 if cap is None else int(cap))}
 
     @abstractmethod
     def __contains__(self, sid: object) -> bool:

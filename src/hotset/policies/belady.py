@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.capabilities import Capabilities
 from hotset.errors import HotsetError
 from hotset.policies._common import (
     budget_limits,
@@ -66,7 +67,7 @@ class Belady(Policy):
     """Offline MIN (see the module doc for ``bypass``)."""
 
     name: ClassVar[str] = "belady"
-    needs_future: ClassVar[bool] = True
+    capabilities: ClassVar[Capabilities] = Capabilities(needs_future=True)
 
     def __init__(self, budget: Budget, *, seed: int = 0, bypass: bool = True) -> None:
         super().__init__(budget, seed=seed)

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.capabilities import Capabilities
 from hotset.policies._common import check_id, check_state_name, size_list, validate_trace
 from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
 
@@ -16,6 +17,7 @@ class NoCache(Policy):
     """Admits nothing, so every access misses; the baseline every speed-up is measured from."""
 
     name: ClassVar[str] = "nocache"
+    capabilities: ClassVar[Capabilities] = Capabilities(caches=False)
 
     def __init__(self, budget: Budget, *, seed: int = 0) -> None:
         super().__init__(budget, seed=seed)

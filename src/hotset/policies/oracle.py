@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.capabilities import Capabilities
 from hotset.policies._common import check_id, check_state_name, size_list, validate_trace
 from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
 
@@ -22,6 +23,7 @@ class Oracle(Policy):
     """Serves every access from memory; ``resident()`` is what it has served so far."""
 
     name: ClassVar[str] = "oracle"
+    capabilities: ClassVar[Capabilities] = Capabilities(realizable=False)
 
     def __init__(self, budget: Budget, *, seed: int = 0) -> None:
         super().__init__(budget, seed=seed)

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hotset.engine.capabilities import Capabilities
 from hotset.errors import HotsetError
 from hotset.policies.app import ScoredCache, check_sid
 from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
@@ -213,7 +214,7 @@ class SubstituteFromCache(_SetCache):
     counts as served (it was just read).
     """
 
-    may_substitute = True
+    capabilities: ClassVar[Capabilities] = Capabilities(substitutes=True)
 
     name: ClassVar[str] = "emul_quiv"
 

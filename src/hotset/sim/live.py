@@ -50,21 +50,21 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.counters import Coverage, EpochCounts
+from hotset.engine.plan import BatchPlan
+from hotset.engine.planner import Planner
+from hotset.engine.units import SubsetLayout, UnitLayout
 from hotset.errors import HotsetError, IntegrityError
-from hotset.policies.base import Budget, IntArray, Outcome
+from hotset.policies.base import Budget, IntArray
 from hotset.samplers.base import EpochContext
 from hotset.systems.base import System
 from hotset.systems.registry import build_system, get_spec
-
-#: systems whose result does not depend on the cache size, so cache_frac may be 0
-CACHE_FREE_SYSTEMS = frozenset({"pytorch", "oracle"})
 
 #: the stream of ``default_rng([seed, _SPLIT_STREAM])`` that draws the validation split
 _SPLIT_STREAM = 0x5EED_5917
@@ -143,14 +143,24 @@ def run_live(
     train_sizes = np.asarray(manifest.sizes, dtype=np.int64)[train_rows]
     capacity = math.floor(cache_frac * int(train_sizes.sum()))
 
+    from hotset.data.chunks import load_layout
+
+    full_layout = load_layout(dataset)
+    layout = None if full_layout is None else SubsetLayout(full_layout, train_rows)
     sys_obj = build_system(
         system,
         n=n_train,
         budget=Budget(capacity_bytes=capacity, sizes=train_sizes),
         seed=seed,
         batch_size=batch_size,
+        layout=layout,
         **(options or {}),
     )
+    if cache_frac == 0 and sys_obj.capabilities.uses_budget:
+        raise HotsetError(
+            f"cache_frac must satisfy 0 < F <= 1 for system {system!r}, got {cache_frac!r} "
+            "(its cache size matters)"
+        )
     store = ThrottledStore(
         inner,
         latency_ms=latency_ms,
@@ -173,7 +183,7 @@ def run_live(
         "trained": bool(train),
     }
     if not train:
-        if sys_obj.scorer is not None or sys_obj.weighted:
+        if sys_obj.capabilities.learns:
             raise HotsetError(
                 f"system {system!r} learns from training losses; it cannot run with train=False"
             )
@@ -186,6 +196,7 @@ def run_live(
             sizes=train_sizes,
             batch_size=batch_size,
             compute_seconds=compute_ms_per_batch / 1000.0,
+            layout=layout,
         )
         epoch_rows = driver.run(epochs, future=future, progress=progress)
         return _result(
@@ -225,6 +236,7 @@ def run_live(
                 sizes=train_sizes,
                 batch_size=batch_size,
                 compute_seconds=compute_ms_per_batch / 1000.0,
+                layout=layout,
             )
             epoch_rows = driver.run(epochs, future=future, progress=progress)
     finally:
@@ -302,7 +314,7 @@ def _plan_future(system: System, epochs: int) -> list[IntArray] | None:
     the driver checks each epoch's real order against the plan and fails loudly
     if they differ, rather than report a bound that was not one.
     """
-    if not system.policy.needs_future:
+    if not system.capabilities.needs_future:
         return None
     orders = [
         np.asarray(system.sampler.order(EpochContext(epoch=e)), dtype=np.int64)
@@ -388,20 +400,8 @@ class _Trainer:
         return correct / n
 
 
-@dataclass
-class _EpochCounts:
-    requests: int = 0
-    exact_hits: int = 0
-    substitutions: int = 0
-    storage_reads: int = 0
-    storage_bytes: int = 0
-    io_seconds: float = 0.0
-    loss_sum: float = 0.0
-    trained: int = 0
-
-
 class _Driver:
-    """Calls the system hooks in order and counts what the storage saw."""
+    """Drives the one engine's plans: reads what each plan reads, trains, counts."""
 
     def __init__(
         self,
@@ -414,6 +414,7 @@ class _Driver:
         sizes: IntArray,
         batch_size: int,
         compute_seconds: float,
+        layout: UnitLayout | None,
     ) -> None:
         self.system = system
         self.store = store
@@ -421,8 +422,10 @@ class _Driver:
         self.keys = keys
         self.hashes = hashes
         self.sizes = sizes
-        self.batch_size = batch_size
+        self.layout = layout
         self.compute_seconds = compute_seconds
+        self.planner = Planner(system, n=len(keys), batch_size=batch_size, lag=0, sizes=sizes)
+        self.coverage = Coverage(len(keys))
         #: the requested ids of each epoch, in order
         self.orders: list[IntArray] = []
 
@@ -452,83 +455,76 @@ class _Driver:
     def _epoch(self, epoch: int, planned: IntArray | None) -> dict[str, Any]:
         wall_start = time.perf_counter()
         clock_start = self.store.now
-        system = self.system
-        order = np.asarray(system.begin_epoch(epoch), dtype=np.int64)
+        planner = self.planner
+        planner.begin(epoch)
+        order = planner.order
         if planned is not None and not np.array_equal(order, planned):
             raise HotsetError(
-                f"system {system.name!r}: its policy needs the future, but epoch {epoch}'s "
+                f"system {self.system.name!r}: its policy needs the future, but epoch {epoch}'s "
                 "order differs from the one planned up front (the sampler uses feedback)"
             )
         self.orders.append(order)
         if self.trainer is not None:
             self.trainer.set_epoch(epoch)
-        counts = _EpochCounts()
-        for start in range(0, len(order), self.batch_size):
-            self._step(epoch, order[start : start + self.batch_size], counts)
+        counts = EpochCounts()
+        io_seconds = 0.0
+        for plan in planner.plans():
+            counts.add_plan(plan)
+            io_seconds += self._step(plan)
         val_accuracy = None if self.trainer is None else self.trainer.accuracy()
-        train_loss = counts.loss_sum / counts.trained if counts.trained else float("nan")
-        system.end_epoch(train_loss=train_loss, val_accuracy=val_accuracy)
-        if counts.requests != counts.exact_hits + counts.substitutions + counts.storage_reads:
-            raise AssertionError(f"epoch {epoch}: hit accounting does not add up: {counts}")
+        trained = planner.loss_count
+        planner.finish(val_accuracy=val_accuracy)
+        counts.check(f"epoch {epoch}")
         return {
             "epoch": epoch + 1,
-            "requests": counts.requests,
-            "exact_hits": counts.exact_hits,
-            "substitutions": counts.substitutions,
-            "storage_reads": counts.storage_reads,
-            "storage_bytes": counts.storage_bytes,
-            "exact_hit_ratio": counts.exact_hits / counts.requests if counts.requests else 0.0,
-            "train_loss": train_loss if counts.trained else None,
+            **counts.as_dict(),
+            **self.coverage.close_epoch(),
+            "exact_hit_ratio": counts.exact_hit_ratio,
+            "train_loss": self.system.train_loss[-1] if trained else None,
             "val_accuracy": val_accuracy,
-            "modeled_io_seconds": counts.io_seconds,
+            "modeled_io_seconds": io_seconds,
             "modeled_epoch_seconds": self.store.now - clock_start,
             "wall_seconds": time.perf_counter() - wall_start,
         }
 
-    def _step(self, epoch: int, planned: IntArray, counts: _EpochCounts) -> None:
-        system = self.system
-        served = np.empty(len(planned), dtype=np.int64)
-        misses: list[int] = []
-        for j, sid in enumerate(planned.tolist()):
-            decision = system.access(sid)
-            served[j] = decision.served
-            outcome = decision.outcome
-            if outcome == Outcome.HIT:
-                counts.exact_hits += 1
-            elif outcome == Outcome.SUBSTITUTION:
-                counts.substitutions += 1
-            elif outcome == Outcome.MISS:
-                misses.append(sid)
-            else:  # pragma: no cover - Outcome has three values
-                raise AssertionError(f"unknown outcome {outcome!r} for id {sid}")
-        counts.requests += len(planned)
-        if misses:
-            counts.storage_reads += len(misses)
+    def _step(self, plan: BatchPlan) -> float:
+        """Read the plan's storage reads, train on its served ids; modeled I/O wait."""
+        waited = 0.0
+        if len(plan.reads) or len(plan.unit_reads):
             issued = self.store.now
-            counts.storage_bytes += self._read(misses)
-            counts.io_seconds += self.store.sync() - issued  # the step waits for its data
+            self._read(plan.reads.tolist(), plan.unit_reads.tolist())
+            waited = self.store.sync() - issued  # the step waits for its own data
+        if len(plan.prefetch):
+            # issued now, waited for by a later step: the prefetch overlaps compute
+            self._read([], plan.prefetch.tolist())
+        served = plan.served
+        self.coverage.add(served)
         if self.trainer is not None:
-            losses = self.trainer.step(served, system.weights(served))
-            counts.loss_sum += float(losses.sum())
-            counts.trained += len(losses)
-            system.feedback(served, losses, epoch=epoch)
+            losses = self.trainer.step(served, plan.weights)
+            self.planner.give(plan.index, served, losses)
         if self.compute_seconds:
             self.store.advance(self.compute_seconds)
+        return waited
 
-    def _read(self, ids: list[int]) -> int:
-        """Read missed ids from the throttled store; check each against the manifest."""
-        blobs = self.store.read_many([self.keys[i] for i in ids])
-        total = 0
+    def _read(self, ids: list[int], units: list[int]) -> None:
+        """Read samples and whole units from the throttled store; check each sample."""
+        keys = [self.keys[i] for i in ids]
+        if units:
+            assert self.layout is not None  # the planner refuses units without a layout
+            keys += [self.layout.chunk_keys[u] for u in units]
+        blobs = self.store.read_many(keys)
+        got = dict(zip(ids, blobs[: len(ids)], strict=True))
+        for u, blob in zip(units, blobs[len(ids) :], strict=True):
+            assert self.layout is not None
+            got.update(self.layout.split(u, blob))
         from hotset.data.manifest import content_hash
 
-        for sid, blob in zip(ids, blobs, strict=True):
+        for sid, blob in got.items():
             if len(blob) != int(self.sizes[sid]) or content_hash(blob) != self.hashes[sid]:
                 raise IntegrityError(
                     f"{self.keys[sid]!r}: the bytes read do not match the manifest "
                     f"({len(blob)} bytes, manifest says {int(self.sizes[sid])})"
                 )
-            total += len(blob)
-        return total
 
 
 def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -538,7 +534,9 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "requests",
             "exact_hits",
             "substitutions",
+            "prefetched",
             "storage_reads",
+            "storage_requests",
             "storage_bytes",
             "modeled_io_seconds",
             "modeled_epoch_seconds",
@@ -574,13 +572,10 @@ def _validate(
     from hotset.sim.models import MODEL_NAMES
 
     get_spec(system)  # unknown system -> HotsetError listing the choices
-    low_ok = system in CACHE_FREE_SYSTEMS
-    if not _finite(cache_frac) or not (
-        (0.0 <= cache_frac <= 1.0) if low_ok else (0.0 < cache_frac <= 1.0)
-    ):
-        want = "0 <= F <= 1" if low_ok else "0 < F <= 1"
+    if not _finite(cache_frac) or not 0.0 <= cache_frac <= 1.0:
+        # 0 is refused after the build for systems whose cache size matters
         raise HotsetError(
-            f"cache_frac must satisfy {want} for system {system!r}, got {cache_frac!r}"
+            f"cache_frac must satisfy 0 <= F <= 1 for system {system!r}, got {cache_frac!r}"
         )
     if not isinstance(epochs, int) or epochs < 1:
         raise HotsetError(f"epochs must be an integer >= 1, got {epochs!r}")

@@ -22,9 +22,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.counters import COUNTER_KEYS, Coverage, EpochCounts
+from hotset.engine.planner import Planner
+from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget, IntArray, Outcome
+from hotset.policies.base import Budget, IntArray, Policy
 from hotset.policies.registry import make_policy, policy_class
+from hotset.systems.base import System
 
 #: the keys of the ``hotset simulate --trace ... --json`` contract, in order
 RESULT_KEYS = ("policy", "requests", "hits", "misses", "hit_ratio", "bytes_read")
@@ -180,13 +184,19 @@ def simulate_epochs(
     seed: int = 0,
     planned: bool = False,
     verbose: bool = False,
+    layout: UnitLayout | None = None,
 ) -> dict[str, Any]:
     """Replay epoch after epoch through one policy, with the epoch hooks in between.
 
     With ``planned`` each epoch's order is handed to ``begin_epoch`` in advance
     (a sampler's order is known before the epoch; a recorded trace is not).
     Returns the six contract keys (:data:`RESULT_KEYS`); with ``verbose`` also
-    ``substitutions``, ``capacity_bytes``, ``capacity_items`` and per-epoch hits.
+    ``substitutions``, ``prefetched``, ``storage_requests``, ``capacity_bytes``,
+    ``capacity_items`` and one row per epoch with the engine's counters
+    (:data:`hotset.engine.counters.COUNTER_KEYS`), coverage, and the contract's
+    names for the same numbers (``hits``, ``misses``, ``bytes_read``). The policy
+    runs in the one engine (:class:`hotset.engine.planner.Planner`), one access
+    per batch: a trace has no batches.
     """
     arrays = [np.asarray(e, dtype=np.int64) for e in epochs]
     if not arrays or sum(len(a) for a in arrays) == 0:
@@ -205,46 +215,69 @@ def simulate_epochs(
         cache_items=cache_items, cache_frac=cache_frac, sizes=sizes, n_items=n_items
     )
     policy = make_policy(policy_name, budget, seed=seed)
-    if cls.needs_future:
+    if cls.capabilities.reads_units and layout is None:
+        raise HotsetError(f"policy {policy_name!r} reads whole chunks: give the chunk layout")
+    policy.attach_layout(layout)
+    if cls.capabilities.needs_future:
         policy.set_future(trace)
+    ids_n = len(sizes) if sizes is not None else int(trace.max()) + 1
+    if layout is not None:
+        ids_n = max(ids_n, len(layout.chunk_of))
+    planner = _trace_planner(policy, arrays, ids_n, sizes)
     per_epoch: list[dict[str, int]] = []
-    counts = np.zeros(3, dtype=np.int64)
-    bytes_read = 0
+    totals = EpochCounts()
+    coverage = Coverage(ids_n)
     for epoch, order in enumerate(arrays):
-        policy.begin_epoch(epoch, order if planned else None)
-        out = policy.replay(order)
-        policy.end_epoch()
-        c = np.bincount(out, minlength=3)
-        counts += c[:3]
-        missed = order[out == Outcome.MISS]
-        read = len(missed) if sizes is None else int(np.asarray(sizes)[missed].sum())
-        bytes_read += read
+        planner.begin(epoch, announce=planned)
+        c = planner.replay_epoch()
+        planner.finish(val_accuracy=None)
+        coverage.add(order)
+        for key in COUNTER_KEYS:
+            setattr(totals, key, getattr(totals, key) + getattr(c, key))
         per_epoch.append(
             {
                 "epoch": epoch,
-                "requests": len(order),
-                "hits": int(c[Outcome.HIT]),
-                "substitutions": int(c[Outcome.SUBSTITUTION]),
-                "misses": int(c[Outcome.MISS]),
-                "bytes_read": read,
+                **c.as_dict(),
+                "hits": c.exact_hits,
+                "misses": c.storage_reads,
+                "bytes_read": c.storage_bytes,
+                **coverage.close_epoch(),
             }
         )
     requests = len(trace)
-    hits = int(counts[Outcome.HIT])
+    hits = totals.exact_hits
     result: dict[str, Any] = {
         "policy": policy_name,
         "requests": requests,
         "hits": hits,
-        "misses": int(counts[Outcome.MISS]),
+        "misses": totals.storage_reads,
         "hit_ratio": hits / requests,
-        "bytes_read": int(bytes_read),
+        "bytes_read": totals.storage_bytes,
     }
     if verbose:
-        result["substitutions"] = int(counts[Outcome.SUBSTITUTION])
+        result["substitutions"] = totals.substitutions
+        result["prefetched"] = totals.prefetched
+        result["storage_requests"] = totals.storage_requests
         result["capacity_bytes"] = budget.capacity_bytes
         result["capacity_items"] = budget.capacity_items
         result["epochs"] = per_epoch
     return result
+
+
+def _trace_planner(
+    policy: Policy, epochs: list[IntArray], n: int, sizes: IntArray | None
+) -> Planner:
+    """The engine over a recorded trace: one access per batch, no feedback, no importance."""
+    from hotset.importance.table import ImportanceTable
+    from hotset.samplers.trace import TraceSampler
+
+    system = System(
+        name=policy.name,
+        sampler=TraceSampler(epochs, n),
+        policy=policy,
+        table=ImportanceTable(n),
+    )
+    return Planner(system, n=n, batch_size=1, lag=0, sizes=sizes)
 
 
 def simulate_trace(

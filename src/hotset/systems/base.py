@@ -7,12 +7,13 @@ new paper is one small module that builds one of these with its defaults.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.capabilities import Capabilities
 from hotset.policies.base import Decision, IntArray, Policy
 from hotset.samplers.base import EpochContext, Sampler
 
@@ -39,8 +40,21 @@ class System:
     val_accuracy: list[float] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
 
-    def begin_epoch(self, epoch: int, *, rank: int = 0, world_size: int = 1) -> IntArray:
-        """Compute this rank's order for ``epoch`` and tell the policy about it."""
+    @property
+    def capabilities(self) -> Capabilities:
+        """The policy's needs, plus whether the system learns from training feedback."""
+        caps = self.policy.capabilities
+        learns = self.scorer is not None or self.weighted
+        return replace(caps, learns=True) if learns and not caps.learns else caps
+
+    def begin_epoch(
+        self, epoch: int, *, rank: int = 0, world_size: int = 1, announce: bool = True
+    ) -> IntArray:
+        """Compute this rank's order for ``epoch`` and tell the policy about it.
+
+        ``announce=False`` keeps the order from the policy (a replayed trace
+        that a real cache would not know in advance).
+        """
         ctx = EpochContext(
             epoch=epoch,
             rank=rank,
@@ -51,7 +65,7 @@ class System:
             train_loss=tuple(self.train_loss),
         )
         order = self.sampler.order(ctx)
-        self.policy.begin_epoch(epoch, order)
+        self.policy.begin_epoch(epoch, order if announce else None)
         return order
 
     def access(self, sid: int) -> Decision:

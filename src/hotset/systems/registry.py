@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.policies.base import Budget
 from hotset.systems.base import System, SystemSpec
@@ -65,11 +66,35 @@ def get_spec(name: str) -> SystemSpec:
 
 
 def build_system(
-    name: str, *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
+    name: str,
+    *,
+    n: int,
+    budget: Budget,
+    seed: int,
+    batch_size: int = 128,
+    layout: UnitLayout | None = None,
+    **options: Any,
 ) -> System:
-    """Build the system called ``name`` over ``n`` sample ids (0..n-1)."""
+    """Build the system called ``name`` over ``n`` sample ids (0..n-1).
+
+    ``layout`` is the dataset's chunk layout, if it has one; a system that reads
+    whole units (``capabilities.reads_units``) cannot run without it.
+    """
     if n < 1:
         raise HotsetError(f"system {name!r}: the dataset must hold at least one sample, got n={n}")
     if batch_size < 1:
         raise HotsetError(f"system {name!r}: batch_size must be >= 1, got {batch_size}")
-    return get_spec(name).build(n=n, budget=budget, seed=seed, batch_size=batch_size, **options)
+    system = get_spec(name).build(n=n, budget=budget, seed=seed, batch_size=batch_size, **options)
+    if system.capabilities.reads_units:
+        if layout is None:
+            raise HotsetError(
+                f"system {name!r} reads whole chunks: the dataset has no chunk layout; "
+                "pack it first with `hotset data pack DIR --chunk-size 64`"
+            )
+        if len(layout.chunk_of) != n:
+            raise HotsetError(
+                f"system {name!r}: the chunk layout covers {len(layout.chunk_of)} ids, "
+                f"the dataset {n}; re-pack it"
+            )
+    system.policy.attach_layout(layout)
+    return system

@@ -5,8 +5,8 @@ a :class:`HotsetLoader` that yields ``(x, y, ids, w)`` batches, takes per-sample
 losses back with ``update(ids, losses)`` and checkpoints with ``state_dict``.
 """
 
+from hotset.engine.plan import BatchPlan
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.loader import HotsetLoader, loader
-from hotset.torch.plan import BatchPlan
 
 __all__ = ["BatchPlan", "HotsetDataset", "HotsetLoader", "loader", "open_dataset"]

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from hotset.data.chunks import ChunkLayout
 from hotset.data.manifest import Manifest
 from hotset.errors import HotsetError
 from hotset.storage.base import Store
@@ -35,6 +36,7 @@ class HotsetDataset:
     [0, 1], via :func:`hotset.data.decode.decode`), ``"bytes"`` (the raw bytes;
     a batch's ``x`` is then a list of ``bytes``) or a callable ``(bytes, key)``.
     ``transform`` is applied to each decoded sample (for ``"image"``, a tensor).
+    ``layout`` lets systems that read whole chunks (one request per chunk) run.
     """
 
     manifest: Manifest
@@ -42,6 +44,8 @@ class HotsetDataset:
     decode: DecodeSpec = "image"
     transform: Callable[[Any], Any] | None = None
     source: str = ""
+    #: the chunk layout written by ``hotset data pack``, if the dataset was packed
+    layout: ChunkLayout | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.manifest, Manifest):
@@ -73,6 +77,7 @@ def open_dataset(
     hold the same keys), e.g. to wrap it in a throttle for a benchmark.
     """
     from hotset.data import open_dataset as open_manifest
+    from hotset.data.chunks import load_layout
 
     manifest, found = open_manifest(location)
     return HotsetDataset(
@@ -81,4 +86,5 @@ def open_dataset(
         decode=check_decode(decode),
         transform=transform,
         source=os.fspath(location),
+        layout=load_layout(location, manifest=manifest),
     )

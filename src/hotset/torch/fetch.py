@@ -2,10 +2,13 @@
 
 For a plan, a worker (or the main process when ``num_workers == 0``):
 
-1. starts the storage reads of the batch's misses -- those the main process's
-   read-ahead has not already attached to the plan (``plan.staged``) -- on a
-   bounded pool of I/O threads (``io_threads`` per process), so a batch's misses
-   overlap each other and, across workers, the training loop's compute;
+1. starts the storage reads of the batch's single-sample reads -- those the
+   main process's read-ahead has not already attached to the plan
+   (``plan.staged``) -- and of its read units (a whole chunk each, one request,
+   cut into samples by the dataset's layout) on a bounded pool of I/O threads
+   (``io_threads`` per process), so a batch's reads overlap each other and,
+   across workers, the training loop's compute; prefetched units arrive
+   attached to the plan (``plan.staged_units``);
 2. waits until the latest earlier batch that put one of its cached ids has
    written (``wait_for``), then reads its hits and substitutions from the cache
    in one ``get_many``; an id the policy holds but the cache does not (its put
@@ -32,11 +35,12 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.cachestore.base import CacheKey, CacheStore
+from hotset.engine.plan import BatchPlan
+from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError, IntegrityError
 from hotset.policies.base import Outcome
 from hotset.storage.base import Store
 from hotset.torch.dataset import DecodeSpec
-from hotset.torch.plan import BatchPlan
 from hotset.torch.sequencer import Sequencer
 
 try:  # a torch Dataset so DataLoader treats it as map-style; plain object if torch is absent
@@ -71,7 +75,9 @@ class BatchFetcher(_TorchDataset):
         transform: Callable[[Any], Any] | None,
         io_threads: int,
         verify: bool,
+        layout: UnitLayout | None = None,
     ) -> None:
+        self.layout = layout
         self.keys = list(keys)
         self.hashes = list(hashes)
         self.sizes = sizes
@@ -131,6 +137,33 @@ class BatchFetcher(_TorchDataset):
                 )
         return data
 
+    def read_unit(self, unit: int) -> bytes:
+        """One storage request for a whole unit, checked against the layout."""
+        layout = self.layout
+        if layout is None:
+            raise HotsetError(f"plan reads unit {unit}, but the dataset has no chunk layout")
+        key = layout.chunk_keys[unit]
+        data = self.store.read(key)
+        want = int(layout.chunk_sizes[unit])
+        if len(data) != want:
+            raise IntegrityError(
+                f"{key!r} (unit {unit}): the store returned {len(data)} bytes, the layout says {want}"
+            )
+        if self.verify:
+            from hotset.data.manifest import content_hash
+
+            got = content_hash(data)
+            if got != layout.chunk_hashes[unit]:
+                raise IntegrityError(
+                    f"{key!r} (unit {unit}): bytes hash to {got}, "
+                    f"the layout says {layout.chunk_hashes[unit]}"
+                )
+        return data
+
+    def _split(self, unit: int, data: bytes) -> dict[int, bytes]:
+        assert self.layout is not None
+        return self.layout.split(unit, data)
+
     def __getitem__(self, plan: BatchPlan) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         if not isinstance(plan, BatchPlan):
             raise HotsetError(f"the loader's dataset takes BatchPlans, got {type(plan).__name__}")
@@ -143,14 +176,12 @@ class BatchFetcher(_TorchDataset):
         y = torch.from_numpy(self.labels[plan.served])
         ids = torch.from_numpy(plan.served.copy())
         w = torch.from_numpy(plan.weights.astype(np.float32))
-        outcomes = plan.outcomes
+        c = plan.outcome_counts()
         info.update(
+            # in the loader's order: requests, exact hits, substitutions, prefetched, reads
+            outcomes=(len(plan), int(c[0]), int(c[1]), int(c[3]), int(c[2])),
             epoch=plan.epoch,
             index=plan.index,
-            requests=len(plan),
-            exact_hits=int((outcomes == Outcome.HIT).sum()),
-            substitutions=int((outcomes == Outcome.SUBSTITUTION).sum()),
-            misses=int((outcomes == Outcome.MISS).sum()),
             fetch_seconds=time.perf_counter() - start,
             pid=os.getpid(),
         )
@@ -179,16 +210,29 @@ class BatchFetcher(_TorchDataset):
 
     def _move_bytes(self, plan: BatchPlan) -> tuple[dict[int, bytes], dict[str, Any]]:
         pool = self.pool()
-        is_miss = plan.outcomes == Outcome.MISS
-        miss_ids = list(dict.fromkeys(plan.requested[is_miss].tolist()))
         staged = plan.staged
-        to_read = [s for s in miss_ids if s not in staged]
+        singles = plan.reads.tolist()
+        to_read = [s for s in singles if s not in staged]
         reads = self._submit(pool, to_read)
-        missed = set(miss_ids)
-        cached = [s for s in dict.fromkeys(plan.served[~is_miss].tolist()) if s not in missed]
-        blobs: dict[int, bytes] = {s: staged[s] for s in miss_ids if s in staged}
+        unit_ids = plan.unit_reads.tolist()
+        unit_reads = [(u, pool.submit(self.read_unit, u)) for u in unit_ids]
+        blobs: dict[int, bytes] = {s: staged[s] for s in singles if s in staged}
+        for u, prefetched in plan.staged_units.items():
+            blobs.update(self._split(u, prefetched))
+        incoming = set(singles)
+        if unit_ids:
+            assert self.layout is not None
+            for u in unit_ids:
+                incoming.update(self.layout.members(u).tolist())
+        is_cached = plan.outcomes <= Outcome.SUBSTITUTION
+        cached = [
+            s
+            for s in dict.fromkeys(plan.served[is_cached].tolist())
+            if s not in incoming and s not in blobs
+        ]
         rebuild_ids: list[int] = []
         rebuild: list[_Reads] = []
+        unit_bytes = 0
         wait_s = 0.0
         error: BaseException | None = None
         try:
@@ -206,6 +250,10 @@ class BatchFetcher(_TorchDataset):
                 rebuild_ids = cached
             rebuild = self._submit(pool, rebuild_ids)
             self._collect(reads, blobs)
+            for u, fut in unit_reads:
+                whole = fut.result()
+                unit_bytes += len(whole)
+                blobs.update(self._split(u, whole))
             self._collect(rebuild, blobs)
         except BaseException as exc:  # still take the write turn, or later batches would stall
             error = exc
@@ -215,9 +263,10 @@ class BatchFetcher(_TorchDataset):
         if error is not None:
             raise error
         info: dict[str, Any] = {
-            "storage_reads": len(to_read),  # read-ahead's reads are counted by the loader
-            "storage_bytes": sum(len(blobs[s]) for s in to_read),
-            "staged_reads": len(miss_ids) - len(to_read),
+            # read-ahead's and prefetch's requests are counted by the loader
+            "storage_requests": len(to_read) + len(unit_ids),
+            "storage_bytes": sum(len(blobs[s]) for s in to_read) + unit_bytes,
+            "staged_reads": len(singles) - len(to_read),
             "rebuild_reads": len(rebuild_ids),
             "rebuild_bytes": sum(len(blobs[s]) for s in rebuild_ids),
             "cache_reads": len(cached) - len(rebuild_ids),

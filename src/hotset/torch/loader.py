@@ -15,11 +15,11 @@ Usage (see ``hotset.loader``)::
 How it is built, and why:
 
 * **One planner, in the main process.** The DataLoader gets a sampler whose
-  items are whole :class:`~hotset.torch.plan.BatchPlan` objects
+  items are whole :class:`~hotset.engine.plan.BatchPlan` objects
   (``batch_size=None``: automatic batching off), made lazily as the DataLoader
   asks for the next index, so every policy call happens in one place and in a
   fixed order. Feedback is applied with the fixed lag ``num_workers *
-  prefetch_factor`` (see :mod:`hotset.torch.plan`), so the decisions are those
+  prefetch_factor`` (see :mod:`hotset.engine.planner`), so the decisions are those
   a simulator loop with the same lag makes.
 * **Workers move bytes only** (:mod:`hotset.torch.fetch`), and apply cache
   writes in plan order (:mod:`hotset.torch.sequencer`).
@@ -57,6 +57,9 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from hotset.cachestore.base import CacheStore
+from hotset.engine.counters import Coverage
+from hotset.engine.plan import EpochLog
+from hotset.engine.planner import Feedback, Planner
 from hotset.errors import HotsetError
 from hotset.importance.table import as_ids, as_values
 from hotset.policies.base import Budget
@@ -64,31 +67,34 @@ from hotset.systems.base import System
 from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BatchFetcher, identity_collate
-from hotset.torch.plan import EpochLog, Feedback, Planner
+from hotset.torch.prefetch import PrefetchCounts, UnitPrefetcher
 from hotset.torch.readahead import ReadAhead, ReadAheadCounts
 from hotset.torch.sequencer import Sequencer
 from hotset.units import parse_bytes
 
 STATE_VERSION = 1
 _EMBEDDED = ("memory", "shm")
-_COUNTERS = (
-    "batches",
-    "requests",
-    "exact_hits",
-    "substitutions",
-    "misses",
-    "storage_reads",
+#: what each request was served from: the engine's counters (hotset.engine.counters)
+_OUTCOME_COUNTERS = ("requests", "exact_hits", "substitutions", "prefetched", "storage_reads")
+#: what the workers did: store requests and bytes (read-ahead's and prefetch's are
+#: added from the main process), rebuilds, reads served by read-ahead
+_IO_COUNTERS = (
+    "storage_requests",
     "storage_bytes",
     "rebuild_reads",
     "rebuild_bytes",
     "staged_reads",
 )
-#: counted from the read-ahead, not from the workers' batch info
+_COUNTERS = ("batches", *_OUTCOME_COUNTERS, *_IO_COUNTERS)
+#: counted from the read-ahead and the unit prefetcher, not from the workers' batch info
 _READAHEAD_COUNTERS = (
     "readahead_reads",
     "readahead_bytes",
     "readahead_wasted",
     "readahead_wasted_bytes",
+    "prefetch_requests",
+    "prefetch_bytes",
+    "prefetch_wasted",
 )
 #: read-ahead's default staging budget (outside the cache's budget)
 DEFAULT_READAHEAD_BYTES = 64 * 2**20
@@ -139,7 +145,9 @@ class _EpochStats:
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
         self.counts = dict.fromkeys(_COUNTERS + _READAHEAD_COUNTERS, 0)
+        self.coverage: dict[str, int] = {"unique_ids_trained": 0, "never_trained": 0}
         self._ra_seen = ReadAheadCounts()
+        self._pf_seen = PrefetchCounts()
         self.stall_seconds = 0.0
         self.wall_seconds = 0.0
         self.finished = False
@@ -147,29 +155,38 @@ class _EpochStats:
     def add(self, info: Mapping[str, Any], stall: float) -> None:
         c = self.counts
         c["batches"] += 1
-        for key in _COUNTERS[1:]:
+        for key, value in zip(_OUTCOME_COUNTERS, info["outcomes"], strict=True):
+            c[key] += value
+        for key in _IO_COUNTERS:
             c[key] += int(info[key])
         self.stall_seconds += stall
 
-    def baseline(self, ra: ReadAheadCounts) -> None:
-        """Read-ahead's counts are cumulative: count from here on."""
+    def baseline(self, ra: ReadAheadCounts, pf: PrefetchCounts) -> None:
+        """Read-ahead's and prefetch's counts are cumulative: count from here on."""
         self._ra_seen = dataclasses.replace(ra)
+        self._pf_seen = dataclasses.replace(pf)
 
-    def absorb(self, ra: ReadAheadCounts) -> None:
-        """Add what read-ahead did since the last call: its reads are storage reads too."""
+    def absorb(self, ra: ReadAheadCounts, pf: PrefetchCounts) -> None:
+        """Add what read-ahead and prefetch did since the last call: store requests too."""
         seen, c = self._ra_seen, self.counts
         reads, nbytes = ra.reads - seen.reads, ra.bytes - seen.bytes
-        c["storage_reads"] += reads
-        c["storage_bytes"] += nbytes
         c["readahead_reads"] += reads
         c["readahead_bytes"] += nbytes
         c["readahead_wasted"] += ra.wasted - seen.wasted
         c["readahead_wasted_bytes"] += ra.wasted_bytes - seen.wasted_bytes
+        pseen = self._pf_seen
+        preqs, pbytes = pf.requests - pseen.requests, pf.bytes - pseen.bytes
+        c["prefetch_requests"] += preqs
+        c["prefetch_bytes"] += pbytes
+        c["prefetch_wasted"] += pf.wasted - pseen.wasted
+        c["storage_requests"] += reads + preqs
+        c["storage_bytes"] += nbytes + pbytes
         self._ra_seen = dataclasses.replace(ra)
+        self._pf_seen = dataclasses.replace(pf)
 
     def row(self) -> dict[str, Any]:
         c = self.counts
-        row: dict[str, Any] = {"epoch": self.epoch, **c}
+        row: dict[str, Any] = {"epoch": self.epoch, **c, **self.coverage}
         row["exact_hit_ratio"] = c["exact_hits"] / c["requests"] if c["requests"] else 0.0
         row["stall_seconds"] = self.stall_seconds
         row["wall_seconds"] = self.wall_seconds
@@ -182,6 +199,7 @@ class _EpochStats:
         return {
             "epoch": self.epoch,
             "counts": dict(self.counts),
+            "coverage": dict(self.coverage),
             "stall_seconds": self.stall_seconds,
             "wall_seconds": self.wall_seconds,
             "finished": self.finished,
@@ -191,6 +209,7 @@ class _EpochStats:
     def from_state(cls, state: Mapping[str, Any]) -> _EpochStats:
         out = cls(int(state["epoch"]))
         out.counts.update({k: int(v) for k, v in state["counts"].items()})
+        out.coverage.update({k: int(v) for k, v in state["coverage"].items()})
         out.stall_seconds = float(state["stall_seconds"])
         out.wall_seconds = float(state["wall_seconds"])
         out.finished = bool(state["finished"])
@@ -205,18 +224,26 @@ class _PlanSampler(Sampler[Any]):
     may finalize the workers' queues before the iterator that shuts them down.
     """
 
-    def __init__(self, planner: Planner, readahead: ReadAhead) -> None:
+    def __init__(self, planner: Planner, readahead: ReadAhead, prefetcher: UnitPrefetcher) -> None:
         self._planner = planner
         self._readahead = readahead
+        self._prefetcher = prefetcher
 
     def __iter__(self) -> Iterator[Any]:
         ra = self._readahead
+        pf = self._prefetcher
         for plan in self._planner.plans():
-            if ra.active:
+            if len(plan.prefetch):
+                pf.submit(plan.prefetch.tolist())
+            if ra.active and len(plan.reads):
                 end = plan.index * self._planner.batch_size + len(plan)
-                staged = ra.take(dict.fromkeys(plan.misses.tolist()), frontier=end)
+                staged = ra.take(dict.fromkeys(plan.reads.tolist()), frontier=end)
                 if staged:
                     plan = dataclasses.replace(plan, staged=staged)
+            if int(plan.units.max(initial=-1)) >= 0:
+                wanted = plan.served_from_units
+                if len(wanted):
+                    plan = dataclasses.replace(plan, staged_units=pf.take(wanted.tolist()))
             yield plan
 
     def __len__(self) -> int:
@@ -255,7 +282,6 @@ class HotsetLoader:
     ) -> None:
         from torch.utils.data import DataLoader
 
-        from hotset.policies.nocache import NoCache
         from hotset.systems.registry import build_system, get_spec
 
         if not isinstance(data, HotsetDataset):
@@ -294,28 +320,29 @@ class HotsetLoader:
             budget=Budget(capacity_bytes=capacity, sizes=sizes),
             seed=seed,
             batch_size=batch_size,
+            layout=data.layout,
             **dict(system_options or {}),
         )
+        caps = self.system.capabilities
         if readahead_bytes is None:
-            # A policy that may serve another id in place of a miss makes "not cached
-            # now" a poor guess of what will be read: read-ahead would mostly waste.
-            ra_budget = 0 if self.system.policy.may_substitute else DEFAULT_READAHEAD_BYTES
+            # A policy that may serve another id in place of a miss, or reads whole
+            # units, makes "not cached now" a poor guess of what will be read alone.
+            guess_fails = caps.substitutes or caps.reads_units
+            ra_budget = 0 if guess_fails else DEFAULT_READAHEAD_BYTES
         else:
             ra_budget = parse_bytes(readahead_bytes, name="readahead_bytes")
-        if self.system.policy.needs_future:
+        if caps.needs_future:
             raise HotsetError(
                 f"system {system!r} needs the whole future (an offline bound); "
                 "run it in the simulator (hotset simulate), not the loader"
             )
-        from hotset.policies.oracle import Oracle
-
-        if isinstance(self.system.policy, Oracle):
+        if not caps.realizable:
             raise HotsetError(
                 f"system {system!r} is a bound that holds everything without charging the "
                 "budget; it cannot drive a real cache (the simulator and the loader "
                 "benchmark's no-io row measure it)"
             )
-        caching = not isinstance(self.system.policy, NoCache)
+        caching = caps.caches
         if caching:
             check_budget(capacity, sizes, batch_size)
         check_manifest_matches_store(manifest, data.store, mode=check_store, seed=seed)
@@ -339,8 +366,9 @@ class HotsetLoader:
             self.cache.clear()  # a fresh policy holds nothing; so must the cache
         self._sequencer = Sequencer(context=multiprocessing_context)
         self._planner = Planner(
-            self.system, n=n, batch_size=batch_size, lag=lag, drop_last=drop_last
+            self.system, n=n, batch_size=batch_size, lag=lag, drop_last=drop_last, sizes=sizes
         )
+        self._coverage = Coverage(n)
         self._fetcher = BatchFetcher(
             keys=manifest.keys,
             hashes=manifest.hashes,
@@ -353,14 +381,16 @@ class HotsetLoader:
             transform=data.transform,
             io_threads=io_threads,
             verify=verify,
+            layout=data.layout,
         )
         self._readahead = ReadAhead(
             self._fetcher.read_checked, sizes, budget_bytes=ra_budget, threads=io_threads
         )
+        self._prefetcher = UnitPrefetcher(self._fetcher.read_unit, threads=io_threads)
         self._dataloader: DataLoader[Any] | None = DataLoader(
             self._fetcher,
             batch_size=None,
-            sampler=_PlanSampler(self._planner, self._readahead),
+            sampler=_PlanSampler(self._planner, self._readahead, self._prefetcher),
             num_workers=num_workers,
             collate_fn=identity_collate,
             pin_memory=pin_memory,
@@ -472,7 +502,7 @@ class HotsetLoader:
         """One row per epoch (the current one too): counts, stall and throughput."""
         rows = [s.row() for s in self._history]
         if self._current is not None:
-            rows.append(self._current.row())
+            rows.append({**self._current.row(), **self._coverage.peek()})
         return rows
 
     def decisions(self) -> EpochLog:
@@ -483,6 +513,7 @@ class HotsetLoader:
         """Stop workers and release the cache (the embedded one is unlinked)."""
         self._stop_iteration()
         self._readahead.stop()
+        self._prefetcher.stop()
         self._dataloader = None  # persistent workers shut down with their iterator
         self._fetcher.close()
         if self.cache is not None:
@@ -509,6 +540,7 @@ class HotsetLoader:
     def _close_epoch(self) -> None:
         self._planner.finish(val_accuracy=self._pending_val)
         if self._current is not None:
+            self._current.coverage = self._coverage.close_epoch()
             self._history.append(self._current)
             self._current = None
         self._status = "idle"
@@ -553,7 +585,7 @@ class HotsetLoader:
         it = iter(self._dataloader)
         # Only now: workers are forked by iter(), and no read-ahead thread may run then.
         planner = self._planner
-        stats.baseline(self._readahead.counts)
+        stats.baseline(self._readahead.counts, self._prefetcher.counts)
         self._readahead.start(
             planner.order,
             begin=planner.planned * self.batch_size,
@@ -583,8 +615,10 @@ class HotsetLoader:
                 stall = time.perf_counter() - t0
                 x, y, ids, w, info = batch
                 stats.add(info, stall)
-                stats.absorb(self._readahead.counts)
-                np.add.at(self._outstanding, ids.numpy(), 1)
+                stats.absorb(self._readahead.counts, self._prefetcher.counts)
+                served = ids.numpy()
+                np.add.at(self._outstanding, served, 1)
+                self._coverage.add(served)
                 self._yielded += 1
                 self._planner.confirm(self._sequencer.written_upto)
                 if bar is not None:
@@ -597,7 +631,8 @@ class HotsetLoader:
             self._status = "finished"
         finally:
             self._readahead.stop()
-            stats.absorb(self._readahead.counts)
+            self._prefetcher.stop()
+            stats.absorb(self._readahead.counts, self._prefetcher.counts)
             if bar is not None:
                 bar.close()
             del it  # non-persistent workers shut down here
@@ -625,6 +660,7 @@ class HotsetLoader:
             "outstanding": self._outstanding.copy() if running else None,
             "pending_val": self._pending_val,
             "history": [s.state() for s in self._history],
+            "coverage": self._coverage.state_dict(),
             "current": self._current.state() if self._current is not None else None,
         }
 
@@ -649,6 +685,7 @@ class HotsetLoader:
         self._stop_iteration()
         load_system_state(self.system, state["system_state"])
         self._history = [_EpochStats.from_state(s) for s in state["history"]]
+        self._coverage.load_state_dict(state["coverage"])
         self._current = None
         self._next_epoch = int(state["next_epoch"])
         self._epoch_set = bool(state["epoch_set"])

@@ -1,0 +1,63 @@
+"""What a policy or system needs from a driver, declared instead of guessed.
+
+Drivers (the trace simulator, the live-training simulator, the loader) read
+these flags and never test a policy's class or a system's name: a new system
+that declares what it needs runs in every driver the day it is registered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Flags a driver acts on. The defaults describe a plain per-sample cache."""
+
+    #: holds bytes in a cache at all (False: every access reads storage; no cache is opened)
+    caches: bool = True
+    #: a real cache within the budget can carry these decisions out (False: a bound,
+    #: such as the oracle that holds everything without charging the budget)
+    realizable: bool = True
+    #: decisions need the whole access sequence up front (an offline bound: Belady)
+    needs_future: bool = False
+    #: may serve another cached id in place of a requested one
+    substitutes: bool = False
+    #: reads whole read units (chunks, packages) in one storage request
+    reads_units: bool = False
+    #: asks for read units ahead of the batches that need them
+    prefetches: bool = False
+    #: splits its cache into several regions with budgets of their own
+    regions: bool = False
+    #: decisions depend on training feedback (a scorer or loss weights)
+    learns: bool = False
+
+    @property
+    def uses_budget(self) -> bool:
+        """Whether the cache size changes what happens (0 bytes is then an error)."""
+        return self.caches and self.realizable
+
+    @property
+    def runs_in_loader(self) -> bool:
+        """Whether a real loader can drive it (bounds only run in the simulator)."""
+        return self.realizable and not self.needs_future
+
+    def describe(self) -> str:
+        """The set flags, comma-separated (for listings and error messages)."""
+        names = [
+            name
+            for name in (
+                "needs_future",
+                "substitutes",
+                "reads_units",
+                "prefetches",
+                "regions",
+                "learns",
+            )
+            if getattr(self, name)
+        ]
+        if not self.caches:
+            names.insert(0, "no_cache")
+        if not self.realizable:
+            names.insert(0, "bound")
+        return ", ".join(names) or "plain cache"

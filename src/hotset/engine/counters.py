@@ -1,0 +1,114 @@
+"""One set of counter names for every driver, and the coverage beside every hit ratio.
+
+The trace simulator, the live-training simulator, the loader and the benchmark
+tables all count with :class:`EpochCounts` and print the same keys:
+
+* ``requests`` = ``exact_hits + substitutions + prefetched + storage_reads``:
+  what each request was served from, never merged;
+* ``storage_requests``: what the store was asked (a sample, a chunk, a package
+  or a prefetch counts one), ``storage_bytes``: the bytes those requests moved;
+* ``unique_ids_trained``: distinct ids served this epoch, ``never_trained``:
+  ids not served in any epoch so far. A cache that wins by training a subset
+  shows it here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from hotset.engine.plan import BatchPlan
+from hotset.policies.base import IntArray, Outcome
+
+#: the per-epoch counters, in the order every JSON row and table shows them
+COUNTER_KEYS = (
+    "requests",
+    "exact_hits",
+    "substitutions",
+    "prefetched",
+    "storage_reads",
+    "storage_requests",
+    "storage_bytes",
+)
+COVERAGE_KEYS = ("unique_ids_trained", "never_trained")
+
+
+@dataclass
+class EpochCounts:
+    """What one epoch's requests were served from, and what the store was asked."""
+
+    requests: int = 0
+    exact_hits: int = 0
+    substitutions: int = 0
+    prefetched: int = 0
+    storage_reads: int = 0
+    storage_requests: int = 0
+    storage_bytes: int = 0
+
+    def add_plan(self, plan: BatchPlan) -> None:
+        c = plan.outcome_counts()
+        self.add_outcomes(c, requests=len(plan))
+        self.storage_requests += plan.storage_requests
+        self.storage_bytes += plan.storage_bytes
+
+    def add_outcomes(self, counts: Any, *, requests: int) -> None:
+        """Add per-outcome counts (``counts[Outcome.X]``) of ``requests`` requests."""
+        self.requests += requests
+        self.exact_hits += int(counts[Outcome.HIT])
+        self.substitutions += int(counts[Outcome.SUBSTITUTION])
+        self.prefetched += int(counts[Outcome.PREFETCHED])
+        self.storage_reads += int(counts[Outcome.MISS])
+
+    def check(self, where: str) -> None:
+        """Raise if the outcomes do not add up to the requests (an accounting bug)."""
+        served = self.exact_hits + self.substitutions + self.prefetched + self.storage_reads
+        if served != self.requests:
+            raise AssertionError(f"{where}: hit accounting does not add up: {self}")
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @property
+    def exact_hit_ratio(self) -> float:
+        return self.exact_hits / self.requests if self.requests else 0.0
+
+
+class Coverage:
+    """Which ids were trained this epoch and which never were (bool arrays over ids)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._epoch = np.zeros(n, dtype=bool)
+        self._ever = np.zeros(n, dtype=bool)
+
+    def add(self, served: IntArray) -> None:
+        self._epoch[served] = True
+
+    def close_epoch(self) -> dict[str, int]:
+        """This epoch's coverage row; the next epoch starts empty."""
+        self._ever |= self._epoch
+        row = {
+            "unique_ids_trained": int(self._epoch.sum()),
+            "never_trained": int(self.n - self._ever.sum()),
+        }
+        self._epoch[:] = False
+        return row
+
+    def peek(self) -> dict[str, int]:
+        """The row so far, without closing the epoch."""
+        ever = self._ever | self._epoch
+        return {
+            "unique_ids_trained": int(self._epoch.sum()),
+            "never_trained": int(self.n - ever.sum()),
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epoch": np.flatnonzero(self._epoch), "ever": np.flatnonzero(self._ever)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._epoch[:] = False
+        self._ever[:] = False
+        self._epoch[np.asarray(state["epoch"], dtype=np.int64)] = True
+        self._ever[np.asarray(state["ever"], dtype=np.int64)] = True

@@ -1,0 +1,121 @@
+"""What one batch is: the decisions, and the bytes a driver must move for them.
+
+A :class:`BatchPlan` is the engine's only output. The simulators count and read
+from it; the loader ships it to a DataLoader worker, which moves bytes and
+decides nothing. Everything a worker must do is spelled out: which samples and
+which read units to fetch from storage, which prefetched units it is handed,
+what each request is served from, and the net cache deletes and puts, in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.policies.base import N_OUTCOMES, IntArray, Outcome
+
+FloatArray = npt.NDArray[np.float64]
+_EMPTY_EVICTIONS: dict[int, tuple[int, ...]] = {}
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """One batch's decisions and byte moves (see the module docstring)."""
+
+    epoch: int
+    index: int  # batch number within the epoch
+    seq: int  # global write order (1, 2, ...) across epochs
+    generation: int  # bumped when unfinished plans are abandoned
+    requested: IntArray
+    served: IntArray
+    outcomes: npt.NDArray[np.int8]
+    #: per request, the read unit holding the served bytes (-1: the sample alone)
+    units: IntArray
+    reads: IntArray  # sample ids read alone from storage, unique, in decision order
+    unit_reads: IntArray  # read units fetched from storage for this batch's requests
+    prefetch: IntArray  # read units fetched now for later batches (staged)
+    admitted: IntArray  # ids admitted to the cache, in decision order
+    evicted: IntArray  # ids evicted, in decision order
+    deletes: IntArray  # net: ids to delete from the cache (applied first)
+    puts: IntArray  # net: ids to put (their bytes are this batch's reads or staged units)
+    wait_for: int  # seq of the last earlier batch that put one of our cached ids
+    weights: FloatArray
+    storage_requests: int  # requests to the store: a sample, a unit or a prefetch counts one
+    storage_bytes: int  # bytes those requests move
+    #: bytes of some of ``reads``, read ahead by the loader's main process
+    staged: dict[int, bytes] = field(default_factory=dict)
+    #: bytes of the prefetched units this batch serves from (the loader attaches them)
+    staged_units: dict[int, bytes] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.requested)
+
+    @property
+    def misses(self) -> IntArray:
+        """Requested ids read from storage (in order, duplicates kept)."""
+        return self.requested[self.outcomes == Outcome.MISS]
+
+    @property
+    def served_from_units(self) -> IntArray:
+        """Units this batch serves from that it does not read itself (prefetched earlier)."""
+        mine = set(self.unit_reads.tolist())
+        used = self.units[self.units >= 0].tolist()
+        return np.asarray(sorted(set(used) - mine), dtype=np.int64)
+
+    def outcome_counts(self) -> npt.NDArray[np.int64]:
+        """Requests per :class:`Outcome` (index by the outcome's value)."""
+        return np.bincount(self.outcomes, minlength=N_OUTCOMES).astype(np.int64)
+
+
+Row = tuple[int, int, int, bool, tuple[int, ...]]
+_Batch = tuple[IntArray, npt.NDArray[np.int8], IntArray, list[bool], dict[int, tuple[int, ...]]]
+
+
+@dataclass
+class EpochLog:
+    """Decisions of every planned access of the epoch, batch by batch (for tests and replay).
+
+    A batch is kept as the arrays the planner built anyway, plus the admissions
+    and the evictions by position: logging costs one append per batch.
+    """
+
+    batches: list[_Batch] = field(default_factory=list)
+
+    def add(
+        self,
+        requested: IntArray,
+        outcomes: npt.NDArray[np.int8],
+        served: IntArray,
+        admitted: list[bool] | None = None,
+        evicted: dict[int, tuple[int, ...]] | None = None,
+    ) -> None:
+        flags = admitted if admitted is not None else [False] * len(requested)
+        self.batches.append((requested, outcomes, served, flags, evicted or _EMPTY_EVICTIONS))
+
+    @property
+    def requested(self) -> list[int]:
+        return [r for b in self.batches for r in b[0].tolist()]
+
+    @property
+    def outcomes(self) -> list[int]:
+        return [o for b in self.batches for o in b[1].tolist()]
+
+    @property
+    def served(self) -> list[int]:
+        return [s for b in self.batches for s in b[2].tolist()]
+
+    @property
+    def admitted(self) -> list[bool]:
+        return [a for b in self.batches for a in b[3]]
+
+    def rows(self) -> list[Row]:
+        """One ``(requested, outcome, served, admitted, evicted)`` per access, in order."""
+        out: list[Row] = []
+        for requested, outcomes, served, admitted, evicted in self.batches:
+            for j, (r, o, s) in enumerate(
+                zip(requested.tolist(), outcomes.tolist(), served.tolist(), strict=True)
+            ):
+                out.append((r, o, s, admitted[j], evicted.get(j, ())))
+        return out
