@@ -360,11 +360,13 @@ class Planner:
             self.staged_units.pop(u, None)
         if not self._prefetching:
             return _EMPTY
-        wanted = [int(u) for u in self.system.policy.prefetch()]
-        fresh = [
-            u for u in dict.fromkeys(wanted) if u not in self.staged_units and u not in unit_reads
-        ]
+        # exactly what the policy asked for: its own staging account must match ours
+        fresh = [int(u) for u in self.system.policy.prefetch()]
         for u in fresh:
+            if u in self.staged_units:
+                raise HotsetError(
+                    f"policy {self.system.policy.name!r} prefetched unit {u}, already staged"
+                )
             if not 0 <= u < n_units:
                 raise HotsetError(
                     f"policy {self.system.policy.name!r} prefetched unit {u}; "

@@ -582,10 +582,11 @@ class HotsetLoader:
     def _run(self) -> Iterator[tuple[Any, Any, Any, Any]]:
         stats = self._current
         assert stats is not None and self._dataloader is not None
+        # Before iter(): with workers it already plans (and prefetches) the first batches.
+        stats.baseline(self._readahead.counts, self._prefetcher.counts)
         it = iter(self._dataloader)
         # Only now: workers are forked by iter(), and no read-ahead thread may run then.
         planner = self._planner
-        stats.baseline(self._readahead.counts, self._prefetcher.counts)
         self._readahead.start(
             planner.order,
             begin=planner.planned * self.batch_size,
