@@ -9,7 +9,7 @@ import sys
 from click.testing import CliRunner
 
 from hotset.cli import cli
-from hotset.systems.registry import get_spec, system_names
+from hotset.systems.registry import capabilities_of, get_spec, system_names
 
 
 def test_json_lists_every_system_with_summary_and_source() -> None:
@@ -19,8 +19,20 @@ def test_json_lists_every_system_with_summary_and_source() -> None:
     assert [row["name"] for row in rows] == system_names()
     for row in rows:
         spec = get_spec(row["name"])
-        assert row == {"name": spec.name, "summary": spec.summary, "source": spec.source}
+        assert row == {
+            "name": spec.name,
+            "summary": spec.summary,
+            "source": spec.source,
+            "capabilities": capabilities_of(spec.name).describe(),
+        }
     assert {"pytorch", "lru", "minio", "belady", "oracle"} <= {row["name"] for row in rows}
+    flags = {row["name"]: row["capabilities"] for row in rows}
+    assert flags["pytorch"] == "no_cache"
+    assert flags["lru"] == "plain cache"
+    assert flags["belady"] == "needs_future"
+    assert flags["oracle"] == "bound"
+    assert "learns" in flags["shade"]
+    assert "substitutes" in flags["emul_quiv"]
 
 
 def test_table_shows_name_summary_and_paper_section() -> None:
@@ -34,7 +46,8 @@ def test_table_shows_name_summary_and_paper_section() -> None:
         spec = get_spec(name)
         assert summary_line.split()[0] == name
         assert spec.summary in summary_line
-        assert source_line.strip() == f"[{spec.source}]"
+        caps = capabilities_of(name).describe()
+        assert source_line.strip() == f"[{spec.source}] ({caps})"
 
 
 def test_unknown_option_exits_2_through_main() -> None:

@@ -127,11 +127,19 @@ def _plain_row(
         stall += s
         samples += k
     wall = time.perf_counter() - start
-    return _row(name, samples, wall, stall, hits=None, reads=samples)
+    # shuffle=True: every epoch is a permutation of the whole dataset
+    return _row(name, samples, wall, stall, hits=None, reads=samples, unique=len(manifest))
 
 
 def _row(
-    name: str, samples: int, wall: float, stall: float, *, hits: float | None, reads: int
+    name: str,
+    samples: int,
+    wall: float,
+    stall: float,
+    *,
+    hits: float | None,
+    reads: int,
+    unique: float,
 ) -> dict[str, Any]:
     return {
         "name": name,
@@ -140,6 +148,8 @@ def _row(
         "stall_share": round(stall / wall, 3) if wall > 0 else 0.0,
         "exact_hit_ratio": hits,
         "storage_requests": reads,
+        # coverage beside the hit ratio: distinct samples trained per epoch
+        "unique_ids_trained_per_epoch": round(unique, 1),
         "wall_seconds": round(wall, 3),
     }
 
@@ -187,7 +197,10 @@ def _hotset_row(
     hits = sum(r["exact_hits"] for r in rows)
     reads = sum(r["storage_requests"] + r["rebuild_reads"] for r in rows)
     stall = sum(r["stall_seconds"] for r in rows)
-    out = _row(system, requests, wall, stall, hits=round(hits / requests, 4), reads=reads)
+    unique = sum(r["unique_ids_trained"] for r in rows) / len(rows)
+    out = _row(
+        system, requests, wall, stall, hits=round(hits / requests, 4), reads=reads, unique=unique
+    )
     out["per_epoch_samples_per_s"] = [round(r["samples_per_s"], 1) for r in rows]
     return out
 

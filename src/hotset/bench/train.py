@@ -90,7 +90,11 @@ def run(
                 "time_to_target_s": time_to_target(rows, target),
                 "modeled_seconds": sum(r["modeled_epoch_seconds"] for r in rows),
                 "storage_reads_per_epoch": sum(r["storage_reads"] for r in rows) / len(rows),
+                "storage_requests_per_epoch": sum(r["storage_requests"] for r in rows) / len(rows),
                 "exact_hit_ratio": result["totals"]["exact_hit_ratio_after_first"],
+                "unique_ids_trained_per_epoch": sum(r["unique_ids_trained"] for r in rows)
+                / len(rows),
+                "never_trained_at_end": rows[-1]["never_trained"],
                 "wall_seconds": sum(r["wall_seconds"] for r in rows),
             }
         )
@@ -120,7 +124,16 @@ def run(
                     "storage_reads_per_epoch_mean": _mean_std(
                         [r["storage_reads_per_epoch"] for r in mine]
                     )[0],
+                    "storage_requests_per_epoch_mean": _mean_std(
+                        [r["storage_requests_per_epoch"] for r in mine]
+                    )[0],
                     "exact_hit_ratio_mean": _mean_std([r["exact_hit_ratio"] for r in mine])[0],
+                    "unique_ids_trained_per_epoch_mean": _mean_std(
+                        [r["unique_ids_trained_per_epoch"] for r in mine]
+                    )[0],
+                    "never_trained_at_end_mean": _mean_std(
+                        [float(r["never_trained_at_end"]) for r in mine]
+                    )[0],
                 }
             )
     return {

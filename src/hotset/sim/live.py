@@ -64,7 +64,7 @@ from hotset.errors import HotsetError, IntegrityError
 from hotset.policies.base import Budget, IntArray
 from hotset.samplers.base import EpochContext
 from hotset.systems.base import System
-from hotset.systems.registry import build_system, get_spec
+from hotset.systems.registry import build_system, capabilities_of
 
 #: the stream of ``default_rng([seed, _SPLIT_STREAM])`` that draws the validation split
 _SPLIT_STREAM = 0x5EED_5917
@@ -156,11 +156,7 @@ def run_live(
         layout=layout,
         **(options or {}),
     )
-    if cache_frac == 0 and sys_obj.capabilities.uses_budget:
-        raise HotsetError(
-            f"cache_frac must satisfy 0 < F <= 1 for system {system!r}, got {cache_frac!r} "
-            "(its cache size matters)"
-        )
+
     store = ThrottledStore(
         inner,
         latency_ms=latency_ms,
@@ -571,11 +567,14 @@ def _validate(
 ) -> None:
     from hotset.sim.models import MODEL_NAMES
 
-    get_spec(system)  # unknown system -> HotsetError listing the choices
-    if not _finite(cache_frac) or not 0.0 <= cache_frac <= 1.0:
-        # 0 is refused after the build for systems whose cache size matters
+    # unknown system -> HotsetError listing the choices
+    low_ok = not capabilities_of(system).uses_budget  # its cache size changes nothing
+    if not _finite(cache_frac) or not (
+        (0.0 <= cache_frac <= 1.0) if low_ok else (0.0 < cache_frac <= 1.0)
+    ):
+        want = "0 <= F <= 1" if low_ok else "0 < F <= 1"
         raise HotsetError(
-            f"cache_frac must satisfy 0 <= F <= 1 for system {system!r}, got {cache_frac!r}"
+            f"cache_frac must satisfy {want} for system {system!r}, got {cache_frac!r}"
         )
     if not isinstance(epochs, int) or epochs < 1:
         raise HotsetError(f"epochs must be an integer >= 1, got {epochs!r}")

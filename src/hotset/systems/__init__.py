@@ -4,6 +4,7 @@ from hotset.systems.base import System, SystemSpec
 from hotset.systems.registry import (
     all_specs,
     build_system,
+    capabilities_of,
     get_spec,
     register_module,
     system_names,
@@ -14,6 +15,7 @@ __all__ = [
     "SystemSpec",
     "all_specs",
     "build_system",
+    "capabilities_of",
     "get_spec",
     "register_module",
     "system_names",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from hotset.engine.capabilities import Capabilities
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.policies.base import Budget
@@ -63,6 +64,12 @@ def get_spec(name: str) -> SystemSpec:
     if spec is None:
         raise HotsetError(f"unknown system {name!r}; choose from {', '.join(specs)}")
     return spec
+
+
+def capabilities_of(name: str) -> Capabilities:
+    """What system ``name`` needs from a driver, read from a tiny probe build (no I/O)."""
+    probe = get_spec(name).build(n=4, budget=Budget(capacity_items=1), seed=0, batch_size=1)
+    return probe.capabilities
 
 
 def build_system(
