@@ -1,4 +1,4 @@
-"""Test-only systems that read whole chunks: what the engine must carry for Brand and Quiver.
+"""Test-only systems: what the engine must carry for Brand, Quiver and iCACHE.
 
 ``chunk_lru``: a miss reads the requested id's whole chunk in one request and
 admits every id of it; chunks are evicted least-recently-used, whole.
@@ -6,6 +6,9 @@ admits every id of it; chunks are evicted least-recently-used, whole.
 of the next ``lookahead`` planned ids that are neither resident nor staged,
 within the staging budget; a request whose chunk was prefetched is served
 ``PREFETCHED`` and admits the chunk.
+
+``split_lru``: two cache regions with budgets of their own (even ids in "H",
+odd ids in "L", each an LRU over half the budget), as iCACHE's H- and L-cache.
 
 Registered only by the tests that use them (``register_module("chunked_system")``).
 """
@@ -160,7 +163,61 @@ class ChunkLRUPrefetch(ChunkLRU):
     capabilities: ClassVar[Capabilities] = Capabilities(reads_units=True, prefetches=True)
 
 
-def _build(cls: type[ChunkLRU], lookahead: int) -> Any:
+class SplitLRU(Policy):
+    """Two LRU regions under one total budget; see the module docstring."""
+
+    name: ClassVar[str] = "split_lru"
+    capabilities: ClassVar[Capabilities] = Capabilities(regions=True)
+
+    def __init__(self, budget: Budget, *, seed: int = 0) -> None:
+        super().__init__(budget, seed=seed)
+        from hotset.policies.lru import LRU
+
+        total = budget.capacity_bytes or 0
+        self._parts = {
+            "H": LRU(replace(budget, capacity_bytes=total - total // 2), seed=seed),
+            "L": LRU(replace(budget, capacity_bytes=total // 2), seed=seed),
+        }
+
+    def _part(self, sid: int) -> Policy:
+        return self._parts["H" if int(sid) % 2 == 0 else "L"]
+
+    def access(self, sid: int) -> Decision:
+        decision = self._part(sid).access(sid)
+        self.used_bytes = sum(p.used_bytes for p in self._parts.values())
+        self.used_items = sum(p.used_items for p in self._parts.values())
+        return decision
+
+    def regions(self) -> dict[str, tuple[int, int]]:
+        return {
+            name: (p.used_bytes, int(p.budget.capacity_bytes or 0))
+            for name, p in self._parts.items()
+        }
+
+    def __contains__(self, sid: object) -> bool:
+        return any(sid in p for p in self._parts.values())
+
+    def resident(self) -> frozenset[int]:
+        return frozenset().union(*(p.resident() for p in self._parts.values()))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.name,
+            "epoch": self.epoch,
+            "parts": {name: p.state_dict() for name, p in self._parts.items()},
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if state.get("policy") != self.name:
+            raise HotsetError(f"state is for {state.get('policy')!r}, not {self.name!r}")
+        self.epoch = int(state["epoch"])
+        for name, part in self._parts.items():
+            part.load_state_dict(state["parts"][name])
+        self.used_bytes = sum(p.used_bytes for p in self._parts.values())
+        self.used_items = sum(p.used_items for p in self._parts.values())
+
+
+def _build(cls: type[Policy], lookahead: int) -> Any:
     def build(
         *,
         n: int,
@@ -171,10 +228,11 @@ def _build(cls: type[ChunkLRU], lookahead: int) -> Any:
         lookahead: int = lookahead,
     ) -> System:
         staged = replace(budget, staging_bytes=staging_bytes if cls.capabilities.prefetches else 0)
+        extra = {"lookahead": lookahead} if issubclass(cls, ChunkLRU) else {}
         return System(
             name=cls.name,
             sampler=RandomSampler(n, seed=seed),
-            policy=cls(staged, seed=seed, lookahead=lookahead),
+            policy=cls(staged, seed=seed, **extra),
             table=ImportanceTable(n),
             options={"batch_size": batch_size},
         )
@@ -192,5 +250,6 @@ SPECS = [
         "tests",
         _build(ChunkLRUPrefetch, 16),
     ),
+    SystemSpec("split_lru", "test only: two LRU regions, H and L", "tests", _build(SplitLRU, 0)),
 ]
 TEST_SYSTEMS = [spec.name for spec in SPECS]

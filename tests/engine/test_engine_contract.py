@@ -24,7 +24,7 @@ from engine_support import (
     run_epochs,
 )
 
-from chunked_system import TEST_SYSTEMS, ChunkLRU, ChunkLRUPrefetch
+from chunked_system import TEST_SYSTEMS, ChunkLRU, ChunkLRUPrefetch, SplitLRU
 from hotset.engine.planner import Planner
 from hotset.policies.base import Budget, Outcome, Policy
 from hotset.policies.registry import make_policy, policy_names
@@ -93,12 +93,13 @@ def _ctx(epoch: int):  # type: ignore[no-untyped-def]
 
 
 def _policies() -> list[str]:
-    return [*policy_names(), ChunkLRU.name, ChunkLRUPrefetch.name]
+    return [*policy_names(), ChunkLRU.name, ChunkLRUPrefetch.name, SplitLRU.name]
 
 
 def _make_policy(name: str, budget: Budget, layout: object) -> Policy:
-    classes = {c.name: c for c in (ChunkLRU, ChunkLRUPrefetch)}
+    classes: dict[str, type[Policy]] = {c.name: c for c in (ChunkLRU, ChunkLRUPrefetch, SplitLRU)}
     policy = classes[name](budget, seed=4) if name in classes else make_policy(name, budget, seed=4)
+    assert policy.capabilities.regions == (len(policy.regions()) > 1)
     policy.attach_layout(layout)  # type: ignore[arg-type]
     return policy
 
