@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hotset.engine.counters import Coverage, EpochCounts
+from hotset.engine.counters import COUNTER_KEYS, Coverage, EpochCounts
 from hotset.engine.plan import BatchPlan
 from hotset.engine.planner import Planner
 from hotset.engine.units import SubsetLayout, UnitLayout
@@ -526,18 +526,7 @@ class _Driver:
 def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     totals: dict[str, Any] = {
         key: sum(row[key] for row in rows)
-        for key in (
-            "requests",
-            "exact_hits",
-            "substitutions",
-            "prefetched",
-            "storage_reads",
-            "storage_requests",
-            "storage_bytes",
-            "modeled_io_seconds",
-            "modeled_epoch_seconds",
-            "wall_seconds",
-        )
+        for key in (*COUNTER_KEYS, "modeled_io_seconds", "modeled_epoch_seconds", "wall_seconds")
     }
     totals["exact_hit_ratio"] = (
         totals["exact_hits"] / totals["requests"] if totals["requests"] else 0.0
