@@ -16,7 +16,8 @@ Registered only by the tests that use them (``register_module("chunked_system")`
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -30,6 +31,19 @@ from hotset.samplers.random import RandomSampler
 from hotset.systems.base import System, SystemSpec
 
 MODULE = "chunked_system"
+
+
+@contextmanager
+def registered() -> Iterator[None]:
+    """These systems exist inside the block, and only there (the registry is global)."""
+    from hotset.systems import registry
+
+    before = list(registry._MODULES)
+    registry.register_module(MODULE)
+    try:
+        yield
+    finally:
+        registry._MODULES[:] = before
 
 
 class ChunkLRU(Policy):

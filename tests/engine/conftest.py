@@ -7,22 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from chunked_system import registered
 from hotset.data import SynthConfig, make_synth
 from hotset.data.chunks import pack_dataset
-from hotset.systems import registry
 
 
 @pytest.fixture(autouse=True)
 def chunked_systems() -> Iterator[None]:
-    """``chunk_lru`` and ``chunk_lru_prefetch`` exist for the test, and only for it."""
-    from chunked_system import MODULE
-
-    before = list(registry._MODULES)
-    registry.register_module(MODULE)
-    try:
+    """``chunk_lru``, ``chunk_lru_prefetch`` and ``split_lru`` exist for the test, and only for it."""
+    with registered():
         yield
-    finally:
-        registry._MODULES[:] = before
 
 
 @pytest.fixture(scope="session")

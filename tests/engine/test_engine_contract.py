@@ -8,8 +8,6 @@ three cut points, and the loader making the engine's decisions.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -24,29 +22,13 @@ from engine_support import (
     run_epochs,
 )
 
-from chunked_system import TEST_SYSTEMS, ChunkLRU, ChunkLRUPrefetch, SplitLRU
+from chunked_system import TEST_SYSTEMS, ChunkLRU, ChunkLRUPrefetch, SplitLRU, registered
 from hotset.engine.planner import Planner
 from hotset.policies.base import Budget, Outcome, Policy
 from hotset.policies.registry import make_policy, policy_names
 from hotset.systems.registry import system_names
 
 SYSTEMS = [*system_names(), *TEST_SYSTEMS]
-
-
-@contextmanager
-def _registered() -> Iterator[None]:
-    """The test-only systems, registered while collecting (the conftest fixture does it per test)."""
-    from chunked_system import MODULE
-    from hotset.systems import registry
-
-    before = list(registry._MODULES)
-    registry.register_module(MODULE)
-    try:
-        yield
-    finally:
-        registry._MODULES[:] = before
-
-
 N, BATCH = 64, 8
 
 
@@ -128,7 +110,7 @@ def _resumable() -> list[str]:
     """Every system but the offline bounds, which are handed the whole future up front."""
     out = []
     for name in SYSTEMS:
-        with _registered():
+        with registered():
             probe = build(name, n=N, sizes=_sizes(0), frac=0.3, seed=0, batch_size=BATCH)
         if not probe.capabilities.needs_future:
             out.append(name)

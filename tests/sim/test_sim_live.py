@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from hotset.data.manifest import Manifest
 from hotset.data.synth import SynthConfig, make_synth
+from hotset.engine.counters import COUNTER_KEYS, COVERAGE_KEYS
 from hotset.errors import HotsetError
 from hotset.importance.table import ImportanceTable
 from hotset.policies.registry import make_policy
@@ -28,30 +29,15 @@ from hotset.systems.base import System, SystemSpec
 N = 600
 EPOCH_KEYS = {
     "epoch",
-    "requests",
-    "exact_hits",
-    "substitutions",
-    "prefetched",
-    "storage_reads",
-    "storage_requests",
-    "storage_bytes",
-    "unique_ids_trained",
-    "never_trained",
+    *COUNTER_KEYS,
+    *COVERAGE_KEYS,
     "exact_hit_ratio",
     "train_loss",
     "val_accuracy",
     "modeled_io_seconds",
     "wall_seconds",
 }
-COUNTERS = (
-    "requests",
-    "exact_hits",
-    "substitutions",
-    "prefetched",
-    "storage_reads",
-    "storage_requests",
-    "storage_bytes",
-)
+COUNTERS = COUNTER_KEYS
 LIVE_SYSTEMS = [s for s in ("pytorch", "lru", "minio", "shade") if s in registry.system_names()]
 
 
