@@ -25,6 +25,19 @@ checks what a policy cannot be trusted to get right -- a put whose bytes no
 read of the batch brings, a prefetched unit that was never staged, staging
 over budget -- and raises instead of planning a batch no worker could execute.
 
+Batches of a plain cache
+------------------------
+A policy that serves every request with the id itself, alone (no
+substitutions, no read units, no prefetch), may decide a batch in one call,
+``access_batch(ids) -> (outcomes, admitted, evictions)``: ``ids`` a list of
+ints, ``outcomes`` a ``bytearray`` of ``Outcome.HIT``/``Outcome.MISS`` values,
+``admitted[j]`` whether request ``j``'s id was admitted, ``evictions`` the
+non-empty ``evicted`` tuples by position. It must equal calling ``access`` on
+each id in order (as :meth:`Policy.replay` must); the planner then makes the
+same plan without a :class:`Decision` object per request. It is used only
+where the class defining it also defines the ``access`` in effect: a subclass
+that overrides ``access`` alone is decided access by access.
+
 Cache writes
 ------------
 For each batch the planner computes its net cache operations in decision
@@ -38,8 +51,8 @@ waits for that write before reading.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -48,7 +61,7 @@ import numpy.typing as npt
 from hotset.engine.counters import EpochCounts
 from hotset.engine.plan import BatchPlan, EpochLog
 from hotset.errors import HotsetError
-from hotset.policies.base import N_OUTCOMES, IntArray, Outcome
+from hotset.policies.base import N_OUTCOMES, IntArray, Outcome, Policy
 from hotset.systems.base import System
 
 FloatArray = npt.NDArray[np.float64]
@@ -63,6 +76,48 @@ class Feedback:
     ids: IntArray
     losses: FloatArray
     slot: int = -1  # its position in the epoch's feedback log
+
+
+#: per policy class: whether its access_batch decides as its access does
+_BATCH_CLASSES: dict[type, bool] = {}
+
+
+def _batch_access(policy: Policy) -> Callable[[list[int]], Any] | None:
+    """``policy.access_batch`` if it stands for the ``access`` in effect, else None.
+
+    Both must come from the same class: a subclass that overrides ``access``
+    alone (or an instance given its own ``access``) is decided access by access.
+    """
+    cls = type(policy)
+    ok = _BATCH_CLASSES.get(cls)
+    if ok is None:
+        owners = [
+            next((c for c in cls.__mro__ if name in vars(c)), None)
+            for name in ("access_batch", "access")
+        ]
+        ok = _BATCH_CLASSES[cls] = owners[0] is not None and owners[0] is owners[1]
+    if not ok or "access" in vars(policy):
+        return None
+    fn: Callable[[list[int]], Any] = policy.access_batch  # type: ignore[attr-defined]
+    return fn
+
+
+@dataclass
+class _Decided:
+    """One batch's decisions, as :meth:`Planner._decide` assembles them into a plan."""
+
+    outcomes: npt.NDArray[np.int8]
+    served: IntArray
+    units: IntArray  # per request (-1: the sample alone)
+    admitted_flags: list[bool]  # per request: the served id was admitted
+    evictions: dict[int, tuple[int, ...]] = field(default_factory=dict)  # position -> evicted
+    admitted: list[int] = field(default_factory=list)  # every admission, in order
+    evicted: list[int] = field(default_factory=list)  # every eviction, in order
+    #: net cache operations, in decision order: id -> True if its last op was an admission
+    last_op: dict[int, bool] = field(default_factory=dict)
+    reads: dict[int, None] = field(default_factory=dict)  # ids read alone, in order
+    unit_reads: dict[int, None] = field(default_factory=dict)  # units read, in order
+    uses_units: bool = False
 
 
 class Planner:
@@ -93,6 +148,8 @@ class Planner:
         caps = system.capabilities
         #: a policy that never caches has nothing to decide per access: one replay per batch
         self._uniform = not caps.caches
+        #: the policy names units to prefetch after each batch (asked only then)
+        self._prefetching = caps.prefetches
         self.seq = 0  # seq of the last planned batch
         self.generation = 0
         self.epoch = -1
@@ -186,65 +243,31 @@ class Planner:
     def _decide(self, k: int, ids: IntArray, seq: int) -> BatchPlan:
         if self._uniform:
             return self._decide_uniform(k, ids, seq)
-        system = self.system
-        access = system.policy.access
-        m = len(ids)
-        served = np.empty(m, dtype=np.int64)
-        outcomes = np.empty(m, dtype=np.int8)
-        units = np.full(m, -1, dtype=np.int64)
-        admitted_flags: list[bool] = [False] * m
-        evictions: dict[int, tuple[int, ...]] = {}
-        admitted: list[int] = []
-        evicted: list[int] = []
-        reads: dict[int, None] = {}
-        unit_reads: dict[int, None] = {}
-        last_op: dict[int, bool] = {}  # id -> True if its last op in the batch was an admission
-        cached: list[int] = []
-        for j, sid in enumerate(ids.tolist()):
-            d = access(sid)
-            s = d.served
-            served[j] = s
-            o = int(d.outcome)
-            outcomes[j] = o
-            if d.evicted:
-                evictions[j] = d.evicted
-                for e in d.evicted:
-                    evicted.append(e)
-                    last_op[e] = False
-            if o == _MISS:
-                if d.unit < 0:
-                    reads[s] = None
-                else:
-                    unit_reads[d.unit] = None
-            elif o == _PRE:
-                if d.unit < 0:
-                    raise HotsetError(
-                        f"policy {system.policy.name!r}: id {sid} was served from a prefetch "
-                        "without naming the unit that holds it"
-                    )
-            else:
-                cached.append(s)
-            if d.unit >= 0:
-                units[j] = d.unit
-            if d.admitted:
-                admitted_flags[j] = True
-                admitted.append(s)
-                last_op[s] = True
-            for a in d.also_admitted:
-                admitted.append(a)
-                last_op[a] = True
-        deletes = np.asarray([i for i, put in last_op.items() if not put], dtype=np.int64)
-        puts = np.asarray([i for i, put in last_op.items() if put], dtype=np.int64)
-        unit_arr = np.asarray(list(unit_reads), dtype=np.int64)
-        uses_units = self._prefetching or (len(unit_arr) > 0) or int(units.max(initial=-1)) >= 0
-        prefetch = self._stage(units, unit_reads, outcomes) if uses_units else _EMPTY
-        self._check_puts(puts, reads, units, unit_reads)
-        wait_for = int(self._last_put_seq[cached].max()) if cached else 0
+        policy = self.system.policy
+        id_list: list[int] = ids.tolist()
+        batch_access = _batch_access(policy)
+        if batch_access is not None:
+            d = self._gather_batch(policy.name, batch_access, ids, id_list)
+        else:
+            d = self._gather(policy.name, policy.access, id_list)
+        units, unit_reads = d.units, d.unit_reads
+        outcomes, served = d.outcomes, d.served
+        last_op = d.last_op
+        deletes = np.array([i for i, put in last_op.items() if not put], dtype=np.int64)
+        puts = np.array([i for i, put in last_op.items() if put], dtype=np.int64)
+        unit_arr = np.array(list(unit_reads), dtype=np.int64)
+        if self._prefetching or d.uses_units:
+            prefetch = self._stage(units, unit_reads, outcomes)
+        else:
+            prefetch = _EMPTY
+        self._check_puts(puts, d.reads, units, unit_reads)
+        cached = served[outcomes <= _SUB]
+        wait_for = int(self._last_put_seq[cached].max()) if len(cached) else 0
         if len(puts):
             self._last_put_seq[puts] = seq
-        read_arr = np.asarray(list(reads), dtype=np.int64)
+        read_arr = np.array(list(d.reads), dtype=np.int64)
         requests, nbytes = self._storage_cost(read_arr, unit_arr, prefetch)
-        self.log.add(ids, outcomes, served, admitted_flags, evictions)
+        self.log.add(ids, outcomes, served, d.admitted_flags, d.evictions)
         return BatchPlan(
             epoch=self.epoch,
             index=k,
@@ -257,14 +280,101 @@ class Planner:
             reads=read_arr,
             unit_reads=unit_arr,
             prefetch=prefetch,
-            admitted=np.asarray(admitted, dtype=np.int64),
-            evicted=np.asarray(evicted, dtype=np.int64),
+            admitted=np.array(d.admitted, dtype=np.int64),
+            evicted=np.array(d.evicted, dtype=np.int64),
             deletes=deletes,
             puts=puts,
             wait_for=wait_for,
-            weights=np.asarray(system.weights(served), dtype=np.float64),
+            weights=np.asarray(self.system.weights(served), dtype=np.float64),
             storage_requests=requests,
             storage_bytes=nbytes,
+        )
+
+    def _gather(self, policy: str, access: Any, id_list: list[int]) -> _Decided:
+        """One ``access`` per request, in order, and what the batch's decisions add up to."""
+        decisions = [access(sid) for sid in id_list]
+        out_list = [d.outcome for d in decisions]
+        served_list = [d.served for d in decisions]
+        unit_list = [d.unit for d in decisions]
+        got = _Decided(
+            outcomes=np.array(out_list, dtype=np.int8),
+            served=np.array(served_list, dtype=np.int64),
+            units=np.array(unit_list, dtype=np.int64),
+            admitted_flags=[d.admitted for d in decisions],
+        )
+        last_op, evictions, admitted, evicted = (
+            got.last_op,
+            got.evictions,
+            got.admitted,
+            got.evicted,
+        )
+        for j, d in enumerate(decisions):
+            gone = d.evicted
+            if gone:
+                evictions[j] = gone
+                evicted += gone
+                for e in gone:
+                    last_op[e] = False
+            if d.admitted:
+                admitted.append(d.served)
+                last_op[d.served] = True
+            if d.also_admitted:
+                for a in d.also_admitted:
+                    admitted.append(a)
+                    last_op[a] = True
+        got.uses_units = max(unit_list, default=-1) >= 0
+        if not got.uses_units:
+            pairs = zip(served_list, out_list, strict=True)
+            got.reads = dict.fromkeys([s for s, o in pairs if o == _MISS])
+            if _PRE in out_list:
+                self._unitless_prefetch(policy, id_list[out_list.index(_PRE)])
+            return got
+        reads, unit_reads = got.reads, got.unit_reads
+        for j, o in enumerate(out_list):
+            if o == _MISS:
+                if unit_list[j] < 0:
+                    reads[served_list[j]] = None
+                else:
+                    unit_reads[unit_list[j]] = None
+            elif o == _PRE and unit_list[j] < 0:
+                self._unitless_prefetch(policy, id_list[j])
+        return got
+
+    def _gather_batch(
+        self, policy: str, access_batch: Any, ids: IntArray, id_list: list[int]
+    ) -> _Decided:
+        """The batch's decisions from one ``access_batch`` call (see the module docstring)."""
+        out, flags, evictions = access_batch(id_list)
+        m = len(id_list)
+        if len(out) != m or len(flags) != m or out.count(_SUB) or out.count(_PRE):
+            raise HotsetError(
+                f"policy {policy!r}: access_batch must answer each request with a hit or a "
+                "miss of the id itself"
+            )
+        got = _Decided(
+            outcomes=np.frombuffer(out, dtype=np.int8).copy(),
+            served=ids.copy(),
+            units=np.full(m, -1, dtype=np.int64),
+            admitted_flags=flags,
+            evictions=evictions,
+            reads=dict.fromkeys([s for s, o in zip(id_list, out, strict=True) if o == _MISS]),
+        )
+        last_op, admitted, evicted = got.last_op, got.admitted, got.evicted
+        for j, sid in enumerate(id_list):
+            gone = evictions.get(j)
+            if gone:
+                evicted += gone
+                for e in gone:
+                    last_op[e] = False
+            if flags[j]:
+                admitted.append(sid)
+                last_op[sid] = True
+        return got
+
+    def _unitless_prefetch(self, policy: str, sid: int) -> None:
+        raise HotsetError(
+            f"policy {policy!r}: id {sid} was served from a prefetch "
+            "without naming the unit that holds it"
         )
 
     def _decide_uniform(self, k: int, ids: IntArray, seq: int) -> BatchPlan:
@@ -324,10 +434,6 @@ class Planner:
         return counts
 
     # -- units, prefetch and their checks ----------------------------------------------
-    @property
-    def _prefetching(self) -> bool:
-        return self.system.capabilities.prefetches
-
     def _layout_sizes(self) -> IntArray:
         layout = self.system.policy.layout
         if layout is None:
