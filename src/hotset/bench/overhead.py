@@ -156,6 +156,8 @@ def redis_rows(count: int = 256, size: int = 100_000, rounds: int = 10) -> list[
 
 def loader_rows(n: int = 2000, batch_size: int = 64, epochs: int = 2) -> list[dict[str, Any]]:
     """Per-sample cost of hotset's loader over a plain DataLoader, same files, no latency."""
+    from multiprocessing import resource_tracker
+
     import torch
     from torch.utils.data import DataLoader
 
@@ -164,6 +166,10 @@ def loader_rows(n: int = 2000, batch_size: int = 64, epochs: int = 2) -> list[di
     from hotset.torch import loader as make_loader
     from hotset.torch import open_dataset
 
+    # A shared-memory cache starts multiprocessing's resource tracker: a new Python
+    # process, once per interpreter, whose start-up (tens of ms of CPU) would
+    # otherwise run beside the first timed epochs. Start it before any timing.
+    resource_tracker.ensure_running()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "synth"

@@ -8,7 +8,10 @@ For a plan, a worker (or the main process when ``num_workers == 0``):
    cut into samples by the dataset's layout) on a bounded pool of I/O threads
    (``io_threads`` per process), so a batch's reads overlap each other and,
    across workers, the training loop's compute; prefetched units arrive
-   attached to the plan (``plan.staged_units``);
+   attached to the plan (``plan.staged_units``). The one exception: a local
+   store that answers a read faster than a thread hop costs (the page cache,
+   :data:`INLINE_READ_MAX_S`) is read inline, and goes back to the threads
+   when its reads turn slow (a network mount, a cold disk);
 2. waits until the latest earlier batch that put one of its cached ids has
    written (``wait_for``), then reads its hits and substitutions from the cache
    in one ``get_many``; an id the policy holds but the cache does not (its put
@@ -25,6 +28,7 @@ Every storage read is checked against the manifest's size (always) and xxh3
 
 from __future__ import annotations
 
+import collections
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -38,8 +42,9 @@ from hotset.cachestore.base import CacheKey, CacheStore
 from hotset.engine.plan import BatchPlan
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError, IntegrityError
-from hotset.policies.base import Outcome
+from hotset.policies.base import N_OUTCOMES, Outcome
 from hotset.storage.base import Store
+from hotset.storage.local import LocalStore
 from hotset.torch.dataset import DecodeSpec
 from hotset.torch.sequencer import Sequencer
 
@@ -56,6 +61,15 @@ def identity_collate(batch: Any) -> Any:
 
 #: ids read by one thread, and the future of their bytes (in the same order)
 _Reads = tuple[list[int], Future[list[bytes]]]
+_HIT, _SUB, _MISS, _PRE = (int(o) for o in Outcome)
+#: a local store whose reads take longer than this on average (a network mount, a
+#: cold disk) is read on the I/O threads, where reads overlap; see _start_reads
+INLINE_READ_MAX_S = 100e-6
+#: while reads go to the threads, every this many read calls one read is timed inline
+PROBE_EVERY = 16
+#: inline reads are judged by the median of the latest _WINDOW, every _JUDGE_EVERY reads
+_WINDOW = 32
+_JUDGE_EVERY = 8
 
 
 class BatchFetcher(_TorchDataset):
@@ -81,6 +95,7 @@ class BatchFetcher(_TorchDataset):
         self.keys = list(keys)
         self.hashes = list(hashes)
         self.sizes = sizes
+        self._size_list: list[int] = np.asarray(sizes, dtype=np.int64).tolist()
         self.labels = labels
         self.store = store
         self.cache = cache
@@ -91,6 +106,10 @@ class BatchFetcher(_TorchDataset):
         self.verify = verify
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = -1
+        #: reads may be made inline (see _start_reads): a store on this machine
+        self._inline_capable = isinstance(store, LocalStore)
+        self._recent: collections.deque[float] = collections.deque(maxlen=_WINDOW)
+        self._pool_calls = 0  # read calls left on the threads before one is timed inline
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -115,16 +134,19 @@ class BatchFetcher(_TorchDataset):
             self._pool.shutdown(wait=False, cancel_futures=True)
         self._pool = None
 
-    def _key(self, sid: int) -> CacheKey:
-        return CacheKey(sid, self.hashes[sid])
-
     def read_checked(self, sid: int) -> bytes:
         """One storage read of ``sid``, checked against the manifest (read-ahead uses it too)."""
         data = self.store.read(self.keys[sid])
-        if len(data) != int(self.sizes[sid]):
+        if self.verify or len(data) != self._size_list[sid]:
+            self._check(sid, data)
+        return data
+
+    def _check(self, sid: int, data: bytes) -> None:
+        """Raise unless ``data`` has the manifest's size (and, with ``verify``, its hash)."""
+        if len(data) != self._size_list[sid]:
             raise IntegrityError(
                 f"{self.keys[sid]!r} (id {sid}): the store returned {len(data)} bytes, "
-                f"the manifest says {int(self.sizes[sid])}"
+                f"the manifest says {self._size_list[sid]}"
             )
         if self.verify:
             from hotset.data.manifest import content_hash
@@ -135,7 +157,6 @@ class BatchFetcher(_TorchDataset):
                     f"{self.keys[sid]!r} (id {sid}): stored bytes hash to {got}, "
                     f"the manifest says {self.hashes[sid]}"
                 )
-        return data
 
     def read_unit(self, unit: int) -> bytes:
         """One storage request for a whole unit, checked against the layout."""
@@ -170,16 +191,20 @@ class BatchFetcher(_TorchDataset):
         start = time.perf_counter()
         blobs, info = self._move_bytes(plan)
         info["io_seconds"] = time.perf_counter() - start
-        x = self._collate([self._decode_one(blobs[sid], sid) for sid in plan.served.tolist()])
+        served = plan.served
+        if self.decode == "bytes" and self.transform is None:
+            x: Any = [blobs[sid] for sid in served.tolist()]  # what _collate makes of bytes
+        else:
+            x = self._collate([self._decode_one(blobs[sid], sid) for sid in served.tolist()])
         import torch
 
-        y = torch.from_numpy(self.labels[plan.served])
-        ids = torch.from_numpy(plan.served.copy())
+        y = torch.from_numpy(self.labels[served])
+        ids = torch.from_numpy(served.copy())
         w = torch.from_numpy(plan.weights.astype(np.float32))
-        c = plan.outcome_counts()
+        c = np.bincount(plan.outcomes, minlength=N_OUTCOMES).tolist()
         info.update(
             # in the loader's order: requests, exact hits, substitutions, prefetched, reads
-            outcomes=(len(plan), int(c[0]), int(c[1]), int(c[3]), int(c[2])),
+            outcomes=(len(served), c[_HIT], c[_SUB], c[_PRE], c[_MISS]),
             epoch=plan.epoch,
             index=plan.index,
             fetch_seconds=time.perf_counter() - start,
@@ -188,12 +213,15 @@ class BatchFetcher(_TorchDataset):
         return x, y, ids, w, info
 
     # -- bytes --------------------------------------------------------------------
-    def _submit(self, pool: ThreadPoolExecutor, sids: list[int]) -> list[_Reads]:
+    def _submit(self, sids: list[int]) -> list[_Reads]:
         """Read ``sids`` on up to ``io_threads`` threads, each taking every n-th id.
 
         One task per thread rather than per id: the requests still overlap
         ``io_threads`` at a time, without a future (and a lock round trip) per sample.
         """
+        if not sids:
+            return []
+        pool = self.pool()
         lanes = min(self.io_threads, len(sids))
         return [
             (chunk, pool.submit(self._read_chunk, chunk))
@@ -201,7 +229,73 @@ class BatchFetcher(_TorchDataset):
         ]
 
     def _read_chunk(self, sids: list[int]) -> list[bytes]:
-        return [self.read_checked(sid) for sid in sids]
+        read, keys, sizes, verify = self.store.read, self.keys, self._size_list, self.verify
+        out: list[bytes] = []
+        for sid in sids:
+            data = read(keys[sid])
+            if verify or len(data) != sizes[sid]:
+                self._check(sid, data)
+            out.append(data)
+        return out
+
+    def _read_inline(self, sids: list[int], blobs: dict[int, bytes]) -> int:
+        """Read ``sids`` in order, in this thread, until the reads prove slow; how many were read."""
+        read, keys, sizes, verify = self.store.read, self.keys, self._size_list, self.verify
+        recent = self._recent
+        clock = time.perf_counter
+        done = 0
+        t = clock()
+        for sid in sids:
+            data = read(keys[sid])
+            if verify or len(data) != sizes[sid]:
+                self._check(sid, data)
+            blobs[sid] = data
+            now = clock()
+            recent.append(now - t)
+            t = now
+            done += 1
+            if not done % _JUDGE_EVERY and self._reads_slow():
+                break
+        return done
+
+    def _reads_slow(self) -> bool:
+        """Whether most of the latest inline reads (at least a few) took over the limit."""
+        recent = self._recent
+        if len(recent) < _JUDGE_EVERY:
+            return False
+        slow = sum([t > INLINE_READ_MAX_S for t in recent])
+        return slow > len(recent) // 2
+
+    def _start_reads(self, sids: list[int], blobs: dict[int, bytes]) -> list[_Reads]:
+        """Read ``sids``: inline into ``blobs`` where that is cheaper, else on the I/O threads.
+
+        A thread hop costs more than a read the page cache answers, so a local
+        store is read inline while most of its latest reads take at most
+        :data:`INLINE_READ_MAX_S` (a median: one stalled read changes nothing).
+        Slower reads (a network mount, a cold disk) go to the threads, where
+        they overlap; after :data:`PROBE_EVERY` calls there, one read is timed
+        inline to look again. Any other store (remote, or a throttled model of
+        one) is always read on the threads.
+        """
+        if not sids:
+            return []
+        if not self._inline_capable:
+            return self._submit(sids)
+        done = 0
+        if self._pool_calls > 0:
+            self._pool_calls -= 1
+            if self._pool_calls:
+                return self._submit(sids)
+            self._recent.clear()  # the probe: one read, timed inline
+            done = self._read_inline(sids[:1], blobs)
+            if self._recent[-1] > INLINE_READ_MAX_S:
+                self._pool_calls = PROBE_EVERY
+                return self._submit(sids[done:])
+        done += self._read_inline(sids[done:], blobs)
+        if self._reads_slow():
+            self._recent.clear()
+            self._pool_calls = PROBE_EVERY
+        return self._submit(sids[done:])
 
     @staticmethod
     def _collect(reads: list[_Reads], blobs: dict[int, bytes]) -> None:
@@ -209,38 +303,48 @@ class BatchFetcher(_TorchDataset):
             blobs.update(zip(chunk, fut.result(), strict=True))
 
     def _move_bytes(self, plan: BatchPlan) -> tuple[dict[int, bytes], dict[str, Any]]:
-        pool = self.pool()
         staged = plan.staged
-        singles = plan.reads.tolist()
-        to_read = [s for s in singles if s not in staged]
-        reads = self._submit(pool, to_read)
-        unit_ids = plan.unit_reads.tolist()
-        unit_reads = [(u, pool.submit(self.read_unit, u)) for u in unit_ids]
-        blobs: dict[int, bytes] = {s: staged[s] for s in singles if s in staged}
+        singles: list[int] = plan.reads.tolist()
+        blobs: dict[int, bytes] = {}
+        if staged:
+            to_read = []
+            for s in singles:
+                data = staged.get(s)
+                if data is None:
+                    to_read.append(s)
+                else:
+                    blobs[s] = data
+        else:
+            to_read = singles
+        unit_ids: list[int] = plan.unit_reads.tolist()
+        unit_reads = [(u, self.pool().submit(self.read_unit, u)) for u in unit_ids]
         for u, prefetched in plan.staged_units.items():
             blobs.update(self._split(u, prefetched))
-        incoming = set(singles)
-        if unit_ids:
-            assert self.layout is not None
-            for u in unit_ids:
-                incoming.update(self.layout.members(u).tolist())
-        is_cached = plan.outcomes <= Outcome.SUBSTITUTION
-        cached = [
-            s
-            for s in dict.fromkeys(plan.served[is_cached].tolist())
-            if s not in incoming and s not in blobs
-        ]
+        is_cached = plan.outcomes <= _SUB
+        cached: list[int] = []
+        if is_cached.any():
+            incoming = set(singles)
+            if unit_ids:
+                assert self.layout is not None
+                for u in unit_ids:
+                    incoming.update(self.layout.members(u).tolist())
+            cached = [
+                s
+                for s in dict.fromkeys(plan.served[is_cached].tolist())
+                if s not in incoming and s not in blobs
+            ]
         rebuild_ids: list[int] = []
-        rebuild: list[_Reads] = []
         unit_bytes = 0
         wait_s = 0.0
         error: BaseException | None = None
         try:
+            reads = self._start_reads(to_read, blobs)
             if cached and self.cache is not None:
                 wait_s += self.sequencer.wait_until(
                     plan.wait_for, generation=plan.generation, what=f"batch seq {plan.seq}"
                 )
-                got = self.cache.get_many([self._key(s) for s in cached])
+                hashes = self.hashes
+                got = self.cache.get_many([CacheKey(s, hashes[s]) for s in cached])
                 for sid, data in zip(cached, got, strict=True):
                     if data is None:
                         rebuild_ids.append(sid)
@@ -248,7 +352,7 @@ class BatchFetcher(_TorchDataset):
                         blobs[sid] = data
             else:
                 rebuild_ids = cached
-            rebuild = self._submit(pool, rebuild_ids)
+            rebuild = self._start_reads(rebuild_ids, blobs)
             self._collect(reads, blobs)
             for u, fut in unit_reads:
                 whole = fut.result()
@@ -262,31 +366,38 @@ class BatchFetcher(_TorchDataset):
         wait_s += time.perf_counter() - t
         if error is not None:
             raise error
+        sizes = self._size_list  # every read was checked against these
         info: dict[str, Any] = {
             # read-ahead's and prefetch's requests are counted by the loader
             "storage_requests": len(to_read) + len(unit_ids),
-            "storage_bytes": sum(len(blobs[s]) for s in to_read) + unit_bytes,
+            "storage_bytes": sum([sizes[s] for s in to_read]) + unit_bytes,
             "staged_reads": len(singles) - len(to_read),
             "rebuild_reads": len(rebuild_ids),
-            "rebuild_bytes": sum(len(blobs[s]) for s in rebuild_ids),
+            "rebuild_bytes": sum([sizes[s] for s in rebuild_ids]),
             "cache_reads": len(cached) - len(rebuild_ids),
             "wait_seconds": wait_s,
         }
         return blobs, info
 
     def _write(self, plan: BatchPlan, blobs: dict[int, bytes], rebuild: list[int]) -> None:
-        if self.cache is None:
+        cache = self.cache
+        if cache is None:
             # Nothing is ever written, so no batch waits for another: taking turns would
             # only hold a finished worker until the one before it finished too.
             return
+        hashes = self.hashes
+        deletes: list[int] = plan.deletes.tolist()
+        items = [(CacheKey(s, hashes[s]), blobs[s]) for s in plan.puts.tolist() if s in blobs]
+        if rebuild:
+            gone = set(deletes)
+            items += [
+                (CacheKey(s, hashes[s]), blobs[s]) for s in rebuild if s in blobs and s not in gone
+            ]
         with self.sequencer.writing(plan.seq, generation=plan.generation):
-            if len(plan.deletes):
-                self.cache.delete_many([self._key(s) for s in plan.deletes.tolist()])
-            gone = set(plan.deletes.tolist())
-            items = [(self._key(s), blobs[s]) for s in plan.puts.tolist() if s in blobs]
-            items += [(self._key(s), blobs[s]) for s in rebuild if s in blobs and s not in gone]
+            if deletes:
+                cache.delete_many([CacheKey(s, hashes[s]) for s in deletes])
             if items:
-                self.cache.put_many(items)
+                cache.put_many(items)
 
     # -- decoding -----------------------------------------------------------------
     def _decode_one(self, data: bytes, sid: int) -> Any:

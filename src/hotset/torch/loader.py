@@ -169,6 +169,8 @@ class _EpochStats:
     def absorb(self, ra: ReadAheadCounts, pf: PrefetchCounts) -> None:
         """Add what read-ahead and prefetch did since the last call: store requests too."""
         seen, c = self._ra_seen, self.counts
+        if ra == seen and pf == self._pf_seen:
+            return  # nothing new (read-ahead and prefetch idle): no copies
         reads, nbytes = ra.reads - seen.reads, ra.bytes - seen.bytes
         c["readahead_reads"] += reads
         c["readahead_bytes"] += nbytes
