@@ -214,3 +214,28 @@ def test_the_loader_makes_the_engines_decisions(packed_dir: Path, name: str) -> 
             assert loader.decisions().rows() == want, f"epoch {epoch}"
             assert served == [row[2] for row in want]
             assert {row[1] for row in want} <= {int(o) for o in Outcome}
+
+
+@pytest.mark.parametrize("name", _policies())
+def test_a_batch_decision_equals_access_by_access(name: str) -> None:
+    """Where the planner may decide a whole batch at once, it decides as access does."""
+    from hotset.engine.planner import _batch_access
+
+    sizes = _sizes(9)
+    budget = Budget(capacity_bytes=int(0.3 * sizes.sum()), sizes=sizes)
+    layout = make_layout(sizes, 8)
+    batched, single = _make_policy(name, budget, layout), _make_policy(name, budget, layout)
+    decide = _batch_access(batched)
+    if decide is None:
+        assert name != "lru"  # the fast path exists, and this test exercises it
+        return
+    rng = np.random.default_rng(10)
+    for _ in range(3):
+        ids = rng.integers(0, N, 40).tolist()
+        outcomes, admitted, evictions = decide(ids)
+        want = [single.access(s) for s in ids]
+        assert list(outcomes) == [int(d.outcome) for d in want]
+        assert admitted == [d.admitted for d in want]
+        assert evictions == {j: d.evicted for j, d in enumerate(want) if d.evicted}
+        assert batched.resident() == single.resident()
+        assert (batched.used_bytes, batched.used_items) == (single.used_bytes, single.used_items)
