@@ -7,6 +7,8 @@ of the next ``lookahead`` planned ids that are neither resident nor staged,
 within the staging budget; a request whose chunk was prefetched is served
 ``PREFETCHED`` and admits the chunk.
 
+``chunk_lru_whole``: chunk_lru that caches each chunk whole, under the unit's
+cache id ``n + chunk``, and serves a hit by cutting it from the cached chunk.
 ``split_lru``: two cache regions with budgets of their own (even ids in "H",
 odd ids in "L", each an LRU over half the budget), as iCACHE's H- and L-cache.
 
@@ -51,6 +53,8 @@ class ChunkLRU(Policy):
 
     name: ClassVar[str] = "chunk_lru"
     capabilities: ClassVar[Capabilities] = Capabilities(reads_units=True)
+    #: cache a chunk as one entry (cache id n + chunk) instead of its samples
+    whole: ClassVar[bool] = False
 
     def __init__(self, budget: Budget, *, seed: int = 0, lookahead: int = 0) -> None:
         super().__init__(budget, seed=seed)
@@ -68,7 +72,19 @@ class ChunkLRU(Policy):
         return [int(i) for i in self.layout.members(c).tolist()]
 
     def _chunk_bytes(self, c: int) -> int:
+        if self.whole:
+            assert self.layout is not None
+            return int(self.layout.chunk_sizes[c])
         return sum(self.budget.size_of(i) for i in self._members(c))
+
+    def _entries(self, c: int) -> list[int]:
+        """The cache ids chunk ``c`` occupies."""
+        return [self._n + c] if self.whole else self._members(c)
+
+    @property
+    def _n(self) -> int:
+        assert self.budget.sizes is not None
+        return len(self.budget.sizes)
 
     def _admit(self, c: int) -> tuple[bool, tuple[int, ...]]:
         need = self._chunk_bytes(c)
@@ -80,14 +96,13 @@ class ChunkLRU(Policy):
             victim, _ = self._chunks.popitem(last=False)
             for i in self._members(victim):
                 self._resident.discard(i)
-                evicted.append(i)
-                self.used_bytes -= self.budget.size_of(i)
-                self.used_items -= 1
+            evicted += self._entries(victim)
+            self.used_bytes -= self._chunk_bytes(victim)
+            self.used_items -= len(self._entries(victim))
         self._chunks[c] = None
-        for i in self._members(c):
-            self._resident.add(i)
-            self.used_bytes += self.budget.size_of(i)
-            self.used_items += 1
+        self._resident.update(self._members(c))
+        self.used_bytes += need
+        self.used_items += len(self._entries(c))
         return True, tuple(evicted)
 
     # -- the policy ----------------------------------------------------------------
@@ -107,7 +122,7 @@ class ChunkLRU(Policy):
         c = int(self.layout.chunk_of[sid])
         if c in self._chunks:
             self._chunks.move_to_end(c)
-            return Decision(sid, Outcome.HIT, sid)
+            return Decision(sid, Outcome.HIT, sid, unit=c if self.whole else -1)
         outcome = Outcome.MISS
         if c in self._staged and c not in self._consumed:
             outcome = Outcome.PREFETCHED
@@ -115,6 +130,15 @@ class ChunkLRU(Policy):
         elif c in self._consumed:
             outcome = Outcome.PREFETCHED  # a second request of the batch that consumed it
         ok, evicted = self._admit(c)
+        if self.whole:
+            return Decision(
+                sid,
+                outcome,
+                sid,
+                evicted=evicted,
+                unit=c,
+                also_admitted=(self._n + c,) if ok else (),
+            )
         others = tuple(i for i in self._members(c) if i != sid) if ok else ()
         return Decision(
             sid, outcome, sid, admitted=ok, evicted=evicted, unit=c, also_admitted=others
@@ -144,6 +168,9 @@ class ChunkLRU(Policy):
 
     def resident(self) -> frozenset[int]:
         return frozenset(self._resident)
+
+    def cache_ids(self) -> frozenset[int]:
+        return frozenset(e for c in self._chunks for e in self._entries(c))
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -175,6 +202,11 @@ class ChunkLRU(Policy):
 class ChunkLRUPrefetch(ChunkLRU):
     name: ClassVar[str] = "chunk_lru_prefetch"
     capabilities: ClassVar[Capabilities] = Capabilities(reads_units=True, prefetches=True)
+
+
+class ChunkLRUWhole(ChunkLRU):
+    name: ClassVar[str] = "chunk_lru_whole"
+    whole: ClassVar[bool] = True
 
 
 class SplitLRU(Policy):
@@ -263,6 +295,12 @@ SPECS = [
         "test only: chunk_lru that prefetches the next batch's chunks",
         "tests",
         _build(ChunkLRUPrefetch, 16),
+    ),
+    SystemSpec(
+        "chunk_lru_whole",
+        "test only: chunk_lru caching each chunk whole under its unit key",
+        "tests",
+        _build(ChunkLRUWhole, 0),
     ),
     SystemSpec("split_lru", "test only: two LRU regions, H and L", "tests", _build(SplitLRU, 0)),
 ]

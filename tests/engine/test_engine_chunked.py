@@ -39,7 +39,7 @@ def _live(packed_dir: Path, system: str) -> dict[str, Any]:
     )
 
 
-@pytest.mark.parametrize("system", ["chunk_lru", "chunk_lru_prefetch"])
+@pytest.mark.parametrize("system", ["chunk_lru", "chunk_lru_prefetch", "chunk_lru_whole"])
 def test_chunk_reads_are_one_request_each_and_counted_apart(packed_dir: Path, system: str) -> None:
     result = _live(packed_dir, system)
     layout = hotset.open_dataset(packed_dir).layout
@@ -91,7 +91,7 @@ def test_the_trace_simulator_agrees_with_the_live_one(packed_dir: Path) -> None:
 
 
 @pytest.mark.parametrize("workers", [0, 2, 4])
-@pytest.mark.parametrize("system", ["chunk_lru", "chunk_lru_prefetch"])
+@pytest.mark.parametrize("system", ["chunk_lru", "chunk_lru_prefetch", "chunk_lru_whole"])
 def test_the_loader_matches_the_simulator_byte_exact(
     packed_dir: Path, system: str, workers: int
 ) -> None:
@@ -115,6 +115,11 @@ def test_the_loader_matches_the_simulator_byte_exact(
                     assert blob == want_bytes[sid]
             requested = loader.decisions().requested
             assert requested == result["accesses"][epoch]
+            # the cache store holds exactly what the policy says: samples, or whole units
+            assert loader.cache is not None
+            n_ids = len(data.manifest) + (data.layout.n_chunks if data.layout else 0)
+            held = {c for c in range(n_ids) if loader.cache.contains(loader._fetcher.key_of(c))}
+            assert held == set(loader.system.policy.cache_ids())
         rows = loader.report()
     for got, want in zip(rows, result["epochs"], strict=True):
         for key in (*COUNTER_KEYS, *COVERAGE_KEYS):

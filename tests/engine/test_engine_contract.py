@@ -22,7 +22,14 @@ from engine_support import (
     run_epochs,
 )
 
-from chunked_system import TEST_SYSTEMS, ChunkLRU, ChunkLRUPrefetch, SplitLRU, registered
+from chunked_system import (
+    TEST_SYSTEMS,
+    ChunkLRU,
+    ChunkLRUPrefetch,
+    ChunkLRUWhole,
+    SplitLRU,
+    registered,
+)
 from hotset.engine.planner import Planner
 from hotset.policies.base import Budget, Outcome, Policy
 from hotset.policies.registry import make_policy, policy_names
@@ -58,8 +65,10 @@ def test_budget_holds_after_every_access_and_the_cache_tracks_the_policy(name: s
                 plan.prefetch
             )
             if system.capabilities.uses_budget:
-                assert cache == set(policy.resident())
-                assert int(sizes[list(cache)].sum()) <= policy.budget.capacity_bytes
+                assert cache == set(policy.cache_ids())
+                unit_sizes = make_layout(sizes, 8).chunk_sizes
+                held = sum(int(sizes[c]) if c < N else int(unit_sizes[c - N]) for c in cache)
+                assert held <= policy.budget.capacity_bytes
             else:
                 assert not cache
             planner.give(plan.index, plan.served, loss_of(plan.served, epoch))
@@ -74,12 +83,15 @@ def _ctx(epoch: int):  # type: ignore[no-untyped-def]
     return EpochContext(epoch=epoch)
 
 
+_TEST_POLICIES: tuple[type[Policy], ...] = (ChunkLRU, ChunkLRUPrefetch, ChunkLRUWhole, SplitLRU)
+
+
 def _policies() -> list[str]:
-    return [*policy_names(), ChunkLRU.name, ChunkLRUPrefetch.name, SplitLRU.name]
+    return [*policy_names(), *(c.name for c in _TEST_POLICIES)]
 
 
 def _make_policy(name: str, budget: Budget, layout: object) -> Policy:
-    classes: dict[str, type[Policy]] = {c.name: c for c in (ChunkLRU, ChunkLRUPrefetch, SplitLRU)}
+    classes: dict[str, type[Policy]] = {c.name: c for c in _TEST_POLICIES}
     policy = classes[name](budget, seed=4) if name in classes else make_policy(name, budget, seed=4)
     assert policy.capabilities.regions == (len(policy.regions()) > 1)
     policy.attach_layout(layout)  # type: ignore[arg-type]

@@ -31,15 +31,16 @@ class BatchPlan:
     requested: IntArray
     served: IntArray
     outcomes: npt.NDArray[np.int8]
-    #: per request, the read unit holding the served bytes (-1: the sample alone)
+    #: per request, the read unit holding the served bytes (-1: the sample alone); for a
+    #: hit or substitution, the unit cached whole (cache id ``n + unit``) it is cut from
     units: IntArray
     reads: IntArray  # sample ids read alone from storage, unique, in decision order
     unit_reads: IntArray  # read units fetched from storage for this batch's requests
     prefetch: IntArray  # read units fetched now for later batches (staged)
     admitted: IntArray  # ids admitted to the cache, in decision order
     evicted: IntArray  # ids evicted, in decision order
-    deletes: IntArray  # net: ids to delete from the cache (applied first)
-    puts: IntArray  # net: ids to put (their bytes are this batch's reads or staged units)
+    deletes: IntArray  # net: cache ids to delete (applied first); ids >= n are whole units
+    puts: IntArray  # net: cache ids to put (bytes from this batch's reads or staged units)
     wait_for: int  # seq of the last earlier batch that put one of our cached ids
     weights: FloatArray
     storage_requests: int  # requests to the store: a sample, a unit or a prefetch counts one
@@ -59,9 +60,9 @@ class BatchPlan:
 
     @property
     def served_from_units(self) -> IntArray:
-        """Units this batch serves from that it does not read itself (prefetched earlier)."""
+        """Prefetched units this batch serves from and does not read itself."""
         mine = set(self.unit_reads.tolist())
-        used = self.units[self.units >= 0].tolist()
+        used = self.units[self.outcomes == Outcome.PREFETCHED].tolist()
         return np.asarray(sorted(set(used) - mine), dtype=np.int64)
 
     def outcome_counts(self) -> npt.NDArray[np.int64]:

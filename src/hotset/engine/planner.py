@@ -162,7 +162,9 @@ class Planner:
         self.loss_sum = 0.0
         self.loss_count = 0
         self.log = EpochLog()
-        self._last_put_seq = np.zeros(n, dtype=np.int64)
+        layout = system.policy.layout
+        #: cache ids: samples 0..n-1, then read units cached whole (n + unit)
+        self._last_put_seq = np.zeros(n + (0 if layout is None else layout.n_chunks), np.int64)
         #: prefetched units read and not yet served from: unit -> bytes
         self.staged_units: dict[int, int] = {}
         #: seq -> deletes of batches planned but not known to be written (for repair)
@@ -261,7 +263,11 @@ class Planner:
         else:
             prefetch = _EMPTY
         self._check_puts(puts, d.reads, units, unit_reads)
-        cached = served[outcomes <= _SUB]
+        hit = outcomes <= _SUB
+        cached = served[hit]
+        if d.uses_units:  # a hit cut from a unit cached whole waits for that unit's put
+            cut_from = units[hit]
+            cached = np.where(cut_from >= 0, self.n + cut_from, cached)
         wait_for = int(self._last_put_seq[cached].max()) if len(cached) else 0
         if len(puts):
             self._last_put_seq[puts] = seq
@@ -494,7 +500,7 @@ class Planner:
         units: IntArray,
         unit_reads: dict[int, None],
     ) -> None:
-        """Every put must be bytes this batch holds: a sample read or a member of a unit used."""
+        """Every put must be bytes this batch holds: a sample read, a unit used, or a member."""
         if not len(puts):
             return
         outside = set(puts.tolist()) - reads.keys()
@@ -504,6 +510,7 @@ class Planner:
         if layout is not None:
             for u in set(units[units >= 0].tolist()) | unit_reads.keys():
                 outside -= set(layout.members(u).tolist())
+                outside.discard(self.n + u)  # the unit itself, cached whole
         if outside:
             raise HotsetError(
                 f"policy {self.system.policy.name!r} admitted id(s) {sorted(outside)[:5]} "

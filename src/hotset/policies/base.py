@@ -195,6 +195,13 @@ class Policy(ABC):
     def resident(self) -> frozenset[int]:
         """The resident ids (a copy)."""
 
+    def cache_ids(self) -> frozenset[int]:
+        """What the cache store holds: sample ids, and ``n + unit`` for a unit cached whole.
+
+        Equal to :meth:`resident` unless the policy caches read units whole.
+        """
+        return self.resident()
+
     def replay(self, trace: IntArray) -> npt.NDArray[np.int8]:
         """Outcome per access for a whole trace; fast policies override this loop.
 

@@ -181,6 +181,14 @@ class BatchFetcher(_TorchDataset):
                 )
         return data
 
+    def key_of(self, cid: int) -> CacheKey:
+        """The cache key of cache id ``cid``: a sample below ``n``, unit ``cid - n`` above."""
+        n = len(self.keys)
+        if cid < n:
+            return CacheKey(cid, self.hashes[cid])
+        assert self.layout is not None
+        return CacheKey(cid, self.layout.chunk_hashes[cid - n])
+
     def _split(self, unit: int, data: bytes) -> dict[int, bytes]:
         assert self.layout is not None
         return self.layout.split(unit, data)
@@ -318,51 +326,55 @@ class BatchFetcher(_TorchDataset):
             to_read = singles
         unit_ids: list[int] = plan.unit_reads.tolist()
         unit_reads = [(u, self.pool().submit(self.read_unit, u)) for u in unit_ids]
-        for u, prefetched in plan.staged_units.items():
+        #: whole units' bytes this batch holds: prefetched, cached, or read
+        unit_raw: dict[int, bytes] = dict(plan.staged_units)
+        for u, prefetched in unit_raw.items():
             blobs.update(self._split(u, prefetched))
-        is_cached = plan.outcomes <= _SUB
-        cached: list[int] = []
-        if is_cached.any():
-            incoming = set(singles)
-            if unit_ids:
-                assert self.layout is not None
-                for u in unit_ids:
-                    incoming.update(self.layout.members(u).tolist())
-            cached = [
-                s
-                for s in dict.fromkeys(plan.served[is_cached].tolist())
-                if s not in incoming and s not in blobs
-            ]
+        cached, cached_units = self._cached(plan, singles, unit_ids, blobs)
         rebuild_ids: list[int] = []
-        unit_bytes = 0
+        rebuild_units: list[int] = []
+        unit_bytes = rebuild_unit_bytes = 0
         wait_s = 0.0
         error: BaseException | None = None
         try:
             reads = self._start_reads(to_read, blobs)
-            if cached and self.cache is not None:
+            if (cached or cached_units) and self.cache is not None:
                 wait_s += self.sequencer.wait_until(
                     plan.wait_for, generation=plan.generation, what=f"batch seq {plan.seq}"
                 )
                 hashes = self.hashes
-                got = self.cache.get_many([CacheKey(s, hashes[s]) for s in cached])
-                for sid, data in zip(cached, got, strict=True):
+                keys = [CacheKey(s, hashes[s]) for s in cached]
+                keys += [self.key_of(len(self.keys) + u) for u in cached_units]
+                got = self.cache.get_many(keys)
+                for sid, data in zip(cached, got, strict=False):
                     if data is None:
                         rebuild_ids.append(sid)
                     else:
                         blobs[sid] = data
+                for u, data in zip(cached_units, got[len(cached) :], strict=True):
+                    if data is None:
+                        rebuild_units.append(u)
+                    else:
+                        unit_raw[u] = data
+                        blobs.update(self._split(u, data))
             else:
-                rebuild_ids = cached
+                rebuild_ids, rebuild_units = cached, cached_units
             rebuild = self._start_reads(rebuild_ids, blobs)
+            rebuilt = [(u, self.pool().submit(self.read_unit, u)) for u in rebuild_units]
             self._collect(reads, blobs)
             for u, fut in unit_reads:
-                whole = fut.result()
+                whole = unit_raw[u] = fut.result()
                 unit_bytes += len(whole)
                 blobs.update(self._split(u, whole))
             self._collect(rebuild, blobs)
+            for u, fut in rebuilt:
+                whole = unit_raw[u] = fut.result()
+                rebuild_unit_bytes += len(whole)
+                blobs.update(self._split(u, whole))
         except BaseException as exc:  # still take the write turn, or later batches would stall
             error = exc
         t = time.perf_counter()
-        self._write(plan, blobs, rebuild_ids)
+        self._write(plan, blobs, unit_raw, rebuild_ids, rebuild_units)
         wait_s += time.perf_counter() - t
         if error is not None:
             raise error
@@ -372,30 +384,79 @@ class BatchFetcher(_TorchDataset):
             "storage_requests": len(to_read) + len(unit_ids),
             "storage_bytes": sum([sizes[s] for s in to_read]) + unit_bytes,
             "staged_reads": len(singles) - len(to_read),
-            "rebuild_reads": len(rebuild_ids),
-            "rebuild_bytes": sum([sizes[s] for s in rebuild_ids]),
-            "cache_reads": len(cached) - len(rebuild_ids),
+            "rebuild_reads": len(rebuild_ids) + len(rebuild_units),
+            "rebuild_bytes": sum([sizes[s] for s in rebuild_ids]) + rebuild_unit_bytes,
+            "cache_reads": len(cached) + len(cached_units) - len(rebuild_ids) - len(rebuild_units),
             "wait_seconds": wait_s,
         }
         return blobs, info
 
-    def _write(self, plan: BatchPlan, blobs: dict[int, bytes], rebuild: list[int]) -> None:
+    def _cached(
+        self, plan: BatchPlan, singles: list[int], unit_ids: list[int], blobs: dict[int, bytes]
+    ) -> tuple[list[int], list[int]]:
+        """(sample ids, units) this batch serves from the cache, not from its own reads.
+
+        A hit or substitution naming a unit is served from that unit, cached whole.
+        """
+        is_cached = plan.outcomes <= _SUB
+        if not is_cached.any():
+            return [], []
+        incoming = set(singles)
+        if unit_ids:
+            assert self.layout is not None
+            for u in unit_ids:
+                incoming.update(self.layout.members(u).tolist())
+        served = plan.served[is_cached].tolist()
+        units = plan.units[is_cached]
+        if int(units.max()) < 0:
+            return [s for s in dict.fromkeys(served) if s not in incoming and s not in blobs], []
+        held = set(unit_ids) | plan.staged_units.keys()
+        cached: dict[int, None] = {}
+        cached_units: dict[int, None] = {}
+        for s, u in zip(served, units.tolist(), strict=True):
+            if u >= 0:
+                if u not in held:
+                    cached_units[u] = None
+            elif s not in incoming and s not in blobs:
+                cached[s] = None
+        return list(cached), list(cached_units)
+
+    def _write(
+        self,
+        plan: BatchPlan,
+        blobs: dict[int, bytes],
+        unit_raw: dict[int, bytes],
+        rebuild: list[int],
+        rebuild_units: list[int],
+    ) -> None:
         cache = self.cache
         if cache is None:
             # Nothing is ever written, so no batch waits for another: taking turns would
             # only hold a finished worker until the one before it finished too.
             return
+        n = len(self.keys)
         hashes = self.hashes
         deletes: list[int] = plan.deletes.tolist()
-        items = [(CacheKey(s, hashes[s]), blobs[s]) for s in plan.puts.tolist() if s in blobs]
-        if rebuild:
+        items: list[tuple[CacheKey, bytes]] = []
+        for cid in plan.puts.tolist():
+            if cid < n:
+                if cid in blobs:
+                    items.append((CacheKey(cid, hashes[cid]), blobs[cid]))
+            elif cid - n in unit_raw:  # a unit cached whole
+                items.append((self.key_of(cid), unit_raw[cid - n]))
+        if rebuild or rebuild_units:
             gone = set(deletes)
             items += [
                 (CacheKey(s, hashes[s]), blobs[s]) for s in rebuild if s in blobs and s not in gone
             ]
+            items += [
+                (self.key_of(n + u), unit_raw[u])
+                for u in rebuild_units
+                if u in unit_raw and n + u not in gone
+            ]
         with self.sequencer.writing(plan.seq, generation=plan.generation):
             if deletes:
-                cache.delete_many([CacheKey(s, hashes[s]) for s in deletes])
+                cache.delete_many([self.key_of(s) for s in deletes])
             if items:
                 cache.put_many(items)
 

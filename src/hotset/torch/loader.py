@@ -363,7 +363,12 @@ class HotsetLoader:
 
             ns = namespace or f"hotset-{secrets.token_hex(6)}-r{rank}"
             self.cache = open_cache(
-                spec, capacity_bytes=capacity, namespace=ns, n_slots=n, verify=verify
+                spec,
+                capacity_bytes=capacity,
+                namespace=ns,
+                # one slot per sample, then one per read unit (cached whole under id n + u)
+                n_slots=n + (0 if data.layout is None else data.layout.n_chunks),
+                verify=verify,
             )
             self.cache.clear()  # a fresh policy holds nothing; so must the cache
         self._sequencer = Sequencer(context=multiprocessing_context)
@@ -574,10 +579,7 @@ class HotsetLoader:
                     dead = [d for s, d in planner.unconfirmed.items() if s > written]
                     if dead:
                         ids = np.unique(np.concatenate(dead)).tolist()
-                        from hotset.cachestore.base import CacheKey
-
-                        hashes = self.data.manifest.hashes
-                        self.cache.delete_many([CacheKey(i, hashes[i]) for i in ids])
+                        self.cache.delete_many([self._fetcher.key_of(i) for i in ids])
             seq.set_written(planner.seq)
         planner.unconfirmed.clear()
 
