@@ -231,13 +231,13 @@ def test_the_loader_makes_the_engines_decisions(packed_dir: Path, name: str) -> 
 @pytest.mark.parametrize("name", _policies())
 def test_a_batch_decision_equals_access_by_access(name: str) -> None:
     """Where the planner may decide a whole batch at once, it decides as access does."""
-    from hotset.engine.planner import _batch_access
+    from hotset.engine.decide import batch_access
 
     sizes = _sizes(9)
     budget = Budget(capacity_bytes=int(0.3 * sizes.sum()), sizes=sizes)
     layout = make_layout(sizes, 8)
     batched, single = _make_policy(name, budget, layout), _make_policy(name, budget, layout)
-    decide = _batch_access(batched)
+    decide = batch_access(batched)
     if decide is None:
         assert name != "lru"  # the fast path exists, and this test exercises it
         return

@@ -17,7 +17,7 @@ _EXPORTS = {
     "BatchPlan": "hotset.engine.plan",
     "EpochLog": "hotset.engine.plan",
     "Planner": "hotset.engine.planner",
-    "Feedback": "hotset.engine.planner",
+    "Feedback": "hotset.engine.feedback",
     "EpochCounts": "hotset.engine.counters",
     "Coverage": "hotset.engine.counters",
     "COUNTER_KEYS": "hotset.engine.counters",

@@ -468,7 +468,7 @@ class _Driver:
             counts.add_plan(plan)
             io_seconds += self._step(plan)
         val_accuracy = None if self.trainer is None else self.trainer.accuracy()
-        trained = planner.loss_count
+        trained = planner.feedback.loss_count
         planner.finish(val_accuracy=val_accuracy)
         counts.check(f"epoch {epoch}")
         return {

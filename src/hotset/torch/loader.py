@@ -58,8 +58,9 @@ from torch.utils.data import Sampler
 
 from hotset.cachestore.base import CacheStore
 from hotset.engine.counters import Coverage
+from hotset.engine.feedback import Feedback
 from hotset.engine.plan import EpochLog
-from hotset.engine.planner import Feedback, Planner
+from hotset.engine.planner import Planner
 from hotset.errors import HotsetError
 from hotset.importance.table import as_ids, as_values
 from hotset.policies.base import Budget
