@@ -160,7 +160,7 @@ def test_resumes_exactly_from_json_state(name: str, cut: str) -> None:
     load_system_state(c, start)
     pc = Planner(c, n=N, batch_size=BATCH, lag=lag)
     pc.begin(1)
-    from hotset.engine.planner import Feedback
+    from hotset.engine.feedback import Feedback
 
     feedback = [
         Feedback(int(t), np.asarray(i, dtype=np.int64), np.asarray(v, dtype=np.float64))
