@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from hotset.bench.workloads import workload_dir
+from hotset.engine.counters import COUNTER_KEYS, COVERAGE_KEYS
 
 DEFAULT_SYSTEMS = ("pytorch", "fifo", "lru", "lfu", "minio", "sh_lru", "shade", "emul_quiv")
 DEFAULT_FRACS = (0.1, 0.2, 0.4, 0.6, 0.8)
@@ -29,11 +30,9 @@ DEFAULT_FRACS = (0.1, 0.2, 0.4, 0.6, 0.8)
 
 def needs_training(system: str) -> bool:
     """Whether ``system``'s decisions depend on training losses."""
-    from hotset.policies.base import Budget
-    from hotset.systems.registry import build_system
+    from hotset.systems.registry import capabilities_of
 
-    probe = build_system(system, n=4, budget=Budget(capacity_items=1), seed=0)
-    return probe.scorer is not None or probe.weighted
+    return capabilities_of(system).learns
 
 
 def belady_hits(trace: np.ndarray, sizes: np.ndarray, capacity: int) -> np.ndarray:
@@ -98,13 +97,18 @@ def run_one(
         "reads_per_epoch_after_first": round(
             sum(r["storage_reads"] for r in later) / len(later), 1
         ),
+        "prefetched_ratio": round(sum(r["prefetched"] for r in later) / requests_later, 4),
+        "storage_requests_per_epoch_after_first": round(
+            sum(r["storage_requests"] for r in later) / len(later), 1
+        ),
+        "unique_ids_trained_after_first": round(
+            sum(r["unique_ids_trained"] for r in later) / len(later), 1
+        ),
+        "never_trained_at_end": rows[-1]["never_trained"],
         "exact_hit_ratio_all": round(sum(r["exact_hits"] for r in rows) / len(trace), 4),
         "belady_hit_ratio_all": round(float(bound.mean()), 4),
         "final_val_accuracy": result["totals"]["final_val_accuracy"],
-        "per_epoch": [
-            {k: r[k] for k in ("requests", "exact_hits", "substitutions", "storage_reads")}
-            for r in rows
-        ],
+        "per_epoch": [{k: r[k] for k in (*COUNTER_KEYS, *COVERAGE_KEYS)} for r in rows],
     }
 
 
