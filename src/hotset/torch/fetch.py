@@ -8,10 +8,8 @@ For a plan, a worker (or the main process when ``num_workers == 0``):
    cut into samples by the dataset's layout) on a bounded pool of I/O threads
    (``io_threads`` per process), so a batch's reads overlap each other and,
    across workers, the training loop's compute; prefetched units arrive
-   attached to the plan (``plan.staged_units``). The one exception: a local
-   store that answers a read faster than a thread hop costs (the page cache,
-   :data:`INLINE_READ_MAX_S`) is read inline, and goes back to the threads
-   when its reads turn slow (a network mount, a cold disk);
+   attached to the plan (``plan.staged_units``). A local store that answers
+   faster than a thread hop costs is read inline (:mod:`hotset.torch.reads`);
 2. waits until the latest earlier batch that put one of its cached ids has
    written (``wait_for``), then reads its hits and substitutions from the cache
    in one ``get_many``; an id the policy holds but the cache does not (its put
@@ -23,16 +21,16 @@ For a plan, a worker (or the main process when ``num_workers == 0``):
 4. decodes and collates ``(x, y, ids, w)``, plus a small ``info`` dict of what it did.
 
 Every storage read is checked against the manifest's size (always) and xxh3
-(``verify=True``); with ``verify`` the cache re-hashes what it serves too.
+(``verify=True``); with ``verify`` the cache re-hashes what it serves too. A
+hit or substitution that names a unit is cut from that unit, cached whole
+under cache id ``n + unit`` (:meth:`BatchFetcher.key_of`).
 """
 
 from __future__ import annotations
 
-import collections
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -41,11 +39,11 @@ import numpy.typing as npt
 from hotset.cachestore.base import CacheKey, CacheStore
 from hotset.engine.plan import BatchPlan
 from hotset.engine.units import UnitLayout
-from hotset.errors import HotsetError, IntegrityError
+from hotset.errors import HotsetError
 from hotset.policies.base import N_OUTCOMES, Outcome
 from hotset.storage.base import Store
-from hotset.storage.local import LocalStore
 from hotset.torch.dataset import DecodeSpec
+from hotset.torch.reads import StoreReader
 from hotset.torch.sequencer import Sequencer
 
 try:  # a torch Dataset so DataLoader treats it as map-style; plain object if torch is absent
@@ -59,17 +57,7 @@ def identity_collate(batch: Any) -> Any:
     return batch
 
 
-#: ids read by one thread, and the future of their bytes (in the same order)
-_Reads = tuple[list[int], Future[list[bytes]]]
 _HIT, _SUB, _MISS, _PRE = (int(o) for o in Outcome)
-#: a local store whose reads take longer than this on average (a network mount, a
-#: cold disk) is read on the I/O threads, where reads overlap; see _start_reads
-INLINE_READ_MAX_S = 100e-6
-#: while reads go to the threads, every this many read calls one read is timed inline
-PROBE_EVERY = 16
-#: inline reads are judged by the median of the latest _WINDOW, every _JUDGE_EVERY reads
-_WINDOW = 32
-_JUDGE_EVERY = 8
 
 
 class BatchFetcher(_TorchDataset):
@@ -97,89 +85,25 @@ class BatchFetcher(_TorchDataset):
         self.sizes = sizes
         self._size_list: list[int] = np.asarray(sizes, dtype=np.int64).tolist()
         self.labels = labels
-        self.store = store
         self.cache = cache
         self.sequencer = sequencer
         self.decode = decode
         self.transform = transform
-        self.io_threads = io_threads
-        self.verify = verify
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_pid = -1
-        #: reads may be made inline (see _start_reads): a store on this machine
-        self._inline_capable = isinstance(store, LocalStore)
-        self._recent: collections.deque[float] = collections.deque(maxlen=_WINDOW)
-        self._pool_calls = 0  # read calls left on the threads before one is timed inline
+        self.reader = StoreReader(
+            store=store,
+            keys=self.keys,
+            hashes=self.hashes,
+            sizes=self._size_list,
+            layout=layout,
+            io_threads=io_threads,
+            verify=verify,
+        )
 
     def __len__(self) -> int:
         return len(self.keys)
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_pool"] = None  # threads never cross a process boundary
-        state["_pool_pid"] = -1
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-
-    def pool(self) -> ThreadPoolExecutor:
-        if self._pool is None or self._pool_pid != os.getpid():
-            self._pool = ThreadPoolExecutor(self.io_threads, thread_name_prefix="hotset-io")
-            self._pool_pid = os.getpid()
-        return self._pool
-
     def close(self) -> None:
-        if self._pool is not None and self._pool_pid == os.getpid():
-            self._pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = None
-
-    def read_checked(self, sid: int) -> bytes:
-        """One storage read of ``sid``, checked against the manifest (read-ahead uses it too)."""
-        data = self.store.read(self.keys[sid])
-        if self.verify or len(data) != self._size_list[sid]:
-            self._check(sid, data)
-        return data
-
-    def _check(self, sid: int, data: bytes) -> None:
-        """Raise unless ``data`` has the manifest's size (and, with ``verify``, its hash)."""
-        if len(data) != self._size_list[sid]:
-            raise IntegrityError(
-                f"{self.keys[sid]!r} (id {sid}): the store returned {len(data)} bytes, "
-                f"the manifest says {self._size_list[sid]}"
-            )
-        if self.verify:
-            from hotset.data.manifest import content_hash
-
-            got = content_hash(data)
-            if got != self.hashes[sid]:
-                raise IntegrityError(
-                    f"{self.keys[sid]!r} (id {sid}): stored bytes hash to {got}, "
-                    f"the manifest says {self.hashes[sid]}"
-                )
-
-    def read_unit(self, unit: int) -> bytes:
-        """One storage request for a whole unit, checked against the layout."""
-        layout = self.layout
-        if layout is None:
-            raise HotsetError(f"plan reads unit {unit}, but the dataset has no chunk layout")
-        key = layout.chunk_keys[unit]
-        data = self.store.read(key)
-        want = int(layout.chunk_sizes[unit])
-        if len(data) != want:
-            raise IntegrityError(
-                f"{key!r} (unit {unit}): the store returned {len(data)} bytes, the layout says {want}"
-            )
-        if self.verify:
-            from hotset.data.manifest import content_hash
-
-            got = content_hash(data)
-            if got != layout.chunk_hashes[unit]:
-                raise IntegrityError(
-                    f"{key!r} (unit {unit}): bytes hash to {got}, "
-                    f"the layout says {layout.chunk_hashes[unit]}"
-                )
-        return data
+        self.reader.close()
 
     def key_of(self, cid: int) -> CacheKey:
         """The cache key of cache id ``cid``: a sample below ``n``, unit ``cid - n`` above."""
@@ -220,96 +144,6 @@ class BatchFetcher(_TorchDataset):
         )
         return x, y, ids, w, info
 
-    # -- bytes --------------------------------------------------------------------
-    def _submit(self, sids: list[int]) -> list[_Reads]:
-        """Read ``sids`` on up to ``io_threads`` threads, each taking every n-th id.
-
-        One task per thread rather than per id: the requests still overlap
-        ``io_threads`` at a time, without a future (and a lock round trip) per sample.
-        """
-        if not sids:
-            return []
-        pool = self.pool()
-        lanes = min(self.io_threads, len(sids))
-        return [
-            (chunk, pool.submit(self._read_chunk, chunk))
-            for chunk in (sids[i::lanes] for i in range(lanes))
-        ]
-
-    def _read_chunk(self, sids: list[int]) -> list[bytes]:
-        read, keys, sizes, verify = self.store.read, self.keys, self._size_list, self.verify
-        out: list[bytes] = []
-        for sid in sids:
-            data = read(keys[sid])
-            if verify or len(data) != sizes[sid]:
-                self._check(sid, data)
-            out.append(data)
-        return out
-
-    def _read_inline(self, sids: list[int], blobs: dict[int, bytes]) -> int:
-        """Read ``sids`` in order, in this thread, until the reads prove slow; how many were read."""
-        read, keys, sizes, verify = self.store.read, self.keys, self._size_list, self.verify
-        recent = self._recent
-        clock = time.perf_counter
-        done = 0
-        t = clock()
-        for sid in sids:
-            data = read(keys[sid])
-            if verify or len(data) != sizes[sid]:
-                self._check(sid, data)
-            blobs[sid] = data
-            now = clock()
-            recent.append(now - t)
-            t = now
-            done += 1
-            if not done % _JUDGE_EVERY and self._reads_slow():
-                break
-        return done
-
-    def _reads_slow(self) -> bool:
-        """Whether most of the latest inline reads (at least a few) took over the limit."""
-        recent = self._recent
-        if len(recent) < _JUDGE_EVERY:
-            return False
-        slow = sum([t > INLINE_READ_MAX_S for t in recent])
-        return slow > len(recent) // 2
-
-    def _start_reads(self, sids: list[int], blobs: dict[int, bytes]) -> list[_Reads]:
-        """Read ``sids``: inline into ``blobs`` where that is cheaper, else on the I/O threads.
-
-        A thread hop costs more than a read the page cache answers, so a local
-        store is read inline while most of its latest reads take at most
-        :data:`INLINE_READ_MAX_S` (a median: one stalled read changes nothing).
-        Slower reads (a network mount, a cold disk) go to the threads, where
-        they overlap; after :data:`PROBE_EVERY` calls there, one read is timed
-        inline to look again. Any other store (remote, or a throttled model of
-        one) is always read on the threads.
-        """
-        if not sids:
-            return []
-        if not self._inline_capable:
-            return self._submit(sids)
-        done = 0
-        if self._pool_calls > 0:
-            self._pool_calls -= 1
-            if self._pool_calls:
-                return self._submit(sids)
-            self._recent.clear()  # the probe: one read, timed inline
-            done = self._read_inline(sids[:1], blobs)
-            if self._recent[-1] > INLINE_READ_MAX_S:
-                self._pool_calls = PROBE_EVERY
-                return self._submit(sids[done:])
-        done += self._read_inline(sids[done:], blobs)
-        if self._reads_slow():
-            self._recent.clear()
-            self._pool_calls = PROBE_EVERY
-        return self._submit(sids[done:])
-
-    @staticmethod
-    def _collect(reads: list[_Reads], blobs: dict[int, bytes]) -> None:
-        for chunk, fut in reads:
-            blobs.update(zip(chunk, fut.result(), strict=True))
-
     def _move_bytes(self, plan: BatchPlan) -> tuple[dict[int, bytes], dict[str, Any]]:
         staged = plan.staged
         singles: list[int] = plan.reads.tolist()
@@ -325,7 +159,7 @@ class BatchFetcher(_TorchDataset):
         else:
             to_read = singles
         unit_ids: list[int] = plan.unit_reads.tolist()
-        unit_reads = [(u, self.pool().submit(self.read_unit, u)) for u in unit_ids]
+        unit_reads = [(u, self.reader.submit_unit(u)) for u in unit_ids]
         #: whole units' bytes this batch holds: prefetched, cached, or read
         unit_raw: dict[int, bytes] = dict(plan.staged_units)
         for u, prefetched in unit_raw.items():
@@ -337,7 +171,7 @@ class BatchFetcher(_TorchDataset):
         wait_s = 0.0
         error: BaseException | None = None
         try:
-            reads = self._start_reads(to_read, blobs)
+            reads = self.reader.start(to_read, blobs)
             if (cached or cached_units) and self.cache is not None:
                 wait_s += self.sequencer.wait_until(
                     plan.wait_for, generation=plan.generation, what=f"batch seq {plan.seq}"
@@ -359,14 +193,14 @@ class BatchFetcher(_TorchDataset):
                         blobs.update(self._split(u, data))
             else:
                 rebuild_ids, rebuild_units = cached, cached_units
-            rebuild = self._start_reads(rebuild_ids, blobs)
-            rebuilt = [(u, self.pool().submit(self.read_unit, u)) for u in rebuild_units]
-            self._collect(reads, blobs)
+            rebuild = self.reader.start(rebuild_ids, blobs)
+            rebuilt = [(u, self.reader.submit_unit(u)) for u in rebuild_units]
+            self.reader.collect(reads, blobs)
             for u, fut in unit_reads:
                 whole = unit_raw[u] = fut.result()
                 unit_bytes += len(whole)
                 blobs.update(self._split(u, whole))
-            self._collect(rebuild, blobs)
+            self.reader.collect(rebuild, blobs)
             for u, fut in rebuilt:
                 whole = unit_raw[u] = fut.result()
                 rebuild_unit_bytes += len(whole)

@@ -392,9 +392,9 @@ class HotsetLoader:
             layout=data.layout,
         )
         self._readahead = ReadAhead(
-            self._fetcher.read_checked, sizes, budget_bytes=ra_budget, threads=io_threads
+            self._fetcher.reader.read_checked, sizes, budget_bytes=ra_budget, threads=io_threads
         )
-        self._prefetcher = UnitPrefetcher(self._fetcher.read_unit, threads=io_threads)
+        self._prefetcher = UnitPrefetcher(self._fetcher.reader.read_unit, threads=io_threads)
         self._dataloader: DataLoader[Any] | None = DataLoader(
             self._fetcher,
             batch_size=None,
