@@ -68,35 +68,14 @@ from hotset.systems.base import System
 from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BatchFetcher, identity_collate
-from hotset.torch.prefetch import PrefetchCounts, UnitPrefetcher
-from hotset.torch.readahead import ReadAhead, ReadAheadCounts
+from hotset.torch.prefetch import UnitPrefetcher
+from hotset.torch.readahead import ReadAhead
+from hotset.torch.report import EpochStats
 from hotset.torch.sequencer import Sequencer
 from hotset.units import parse_bytes
 
 STATE_VERSION = 1
 _EMBEDDED = ("memory", "shm")
-#: what each request was served from: the engine's counters (hotset.engine.counters)
-_OUTCOME_COUNTERS = ("requests", "exact_hits", "substitutions", "prefetched", "storage_reads")
-#: what the workers did: store requests and bytes (read-ahead's and prefetch's are
-#: added from the main process), rebuilds, reads served by read-ahead
-_IO_COUNTERS = (
-    "storage_requests",
-    "storage_bytes",
-    "rebuild_reads",
-    "rebuild_bytes",
-    "staged_reads",
-)
-_COUNTERS = ("batches", *_OUTCOME_COUNTERS, *_IO_COUNTERS)
-#: counted from the read-ahead and the unit prefetcher, not from the workers' batch info
-_READAHEAD_COUNTERS = (
-    "readahead_reads",
-    "readahead_bytes",
-    "readahead_wasted",
-    "readahead_wasted_bytes",
-    "prefetch_requests",
-    "prefetch_bytes",
-    "prefetch_wasted",
-)
 #: read-ahead's default staging budget (outside the cache's budget)
 DEFAULT_READAHEAD_BYTES = 64 * 2**20
 
@@ -140,83 +119,6 @@ def load_system_state(system: System, state: Mapping[str, Any]) -> None:
     system.table.load_state_dict(state["table"])
     system.val_accuracy[:] = [float(v) for v in state["val_accuracy"]]
     system.train_loss[:] = [float(v) for v in state["train_loss"]]
-
-
-class _EpochStats:
-    def __init__(self, epoch: int) -> None:
-        self.epoch = epoch
-        self.counts = dict.fromkeys(_COUNTERS + _READAHEAD_COUNTERS, 0)
-        self.coverage: dict[str, int] = {"unique_ids_trained": 0, "never_trained": 0}
-        self._ra_seen = ReadAheadCounts()
-        self._pf_seen = PrefetchCounts()
-        self.stall_seconds = 0.0
-        self.wall_seconds = 0.0
-        self.finished = False
-
-    def add(self, info: Mapping[str, Any], stall: float) -> None:
-        c = self.counts
-        c["batches"] += 1
-        for key, value in zip(_OUTCOME_COUNTERS, info["outcomes"], strict=True):
-            c[key] += value
-        for key in _IO_COUNTERS:
-            c[key] += int(info[key])
-        self.stall_seconds += stall
-
-    def baseline(self, ra: ReadAheadCounts, pf: PrefetchCounts) -> None:
-        """Read-ahead's and prefetch's counts are cumulative: count from here on."""
-        self._ra_seen = dataclasses.replace(ra)
-        self._pf_seen = dataclasses.replace(pf)
-
-    def absorb(self, ra: ReadAheadCounts, pf: PrefetchCounts) -> None:
-        """Add what read-ahead and prefetch did since the last call: store requests too."""
-        seen, c = self._ra_seen, self.counts
-        if ra == seen and pf == self._pf_seen:
-            return  # nothing new (read-ahead and prefetch idle): no copies
-        reads, nbytes = ra.reads - seen.reads, ra.bytes - seen.bytes
-        c["readahead_reads"] += reads
-        c["readahead_bytes"] += nbytes
-        c["readahead_wasted"] += ra.wasted - seen.wasted
-        c["readahead_wasted_bytes"] += ra.wasted_bytes - seen.wasted_bytes
-        pseen = self._pf_seen
-        preqs, pbytes = pf.requests - pseen.requests, pf.bytes - pseen.bytes
-        c["prefetch_requests"] += preqs
-        c["prefetch_bytes"] += pbytes
-        c["prefetch_wasted"] += pf.wasted - pseen.wasted
-        c["storage_requests"] += reads + preqs
-        c["storage_bytes"] += nbytes + pbytes
-        self._ra_seen = dataclasses.replace(ra)
-        self._pf_seen = dataclasses.replace(pf)
-
-    def row(self) -> dict[str, Any]:
-        c = self.counts
-        row: dict[str, Any] = {"epoch": self.epoch, **c, **self.coverage}
-        row["exact_hit_ratio"] = c["exact_hits"] / c["requests"] if c["requests"] else 0.0
-        row["stall_seconds"] = self.stall_seconds
-        row["wall_seconds"] = self.wall_seconds
-        row["stall_share"] = self.stall_seconds / self.wall_seconds if self.wall_seconds else 0.0
-        row["samples_per_s"] = c["requests"] / self.wall_seconds if self.wall_seconds else 0.0
-        row["finished"] = self.finished
-        return row
-
-    def state(self) -> dict[str, Any]:
-        return {
-            "epoch": self.epoch,
-            "counts": dict(self.counts),
-            "coverage": dict(self.coverage),
-            "stall_seconds": self.stall_seconds,
-            "wall_seconds": self.wall_seconds,
-            "finished": self.finished,
-        }
-
-    @classmethod
-    def from_state(cls, state: Mapping[str, Any]) -> _EpochStats:
-        out = cls(int(state["epoch"]))
-        out.counts.update({k: int(v) for k, v in state["counts"].items()})
-        out.coverage.update({k: int(v) for k, v in state["coverage"].items()})
-        out.stall_seconds = float(state["stall_seconds"])
-        out.wall_seconds = float(state["wall_seconds"])
-        out.finished = bool(state["finished"])
-        return out
 
 
 class _PlanSampler(Sampler[Any]):
@@ -416,8 +318,8 @@ class HotsetLoader:
         self._outstanding = np.zeros(n, dtype=np.int32)
         self._pending_val: float | None = None
         self._start_state: dict[str, Any] | None = None
-        self._history: list[_EpochStats] = []
-        self._current: _EpochStats | None = None
+        self._history: list[EpochStats] = []
+        self._current: EpochStats | None = None
         self._gen: Iterator[Any] | None = None
         self._resumed = False
 
@@ -542,7 +444,7 @@ class HotsetLoader:
         self._yielded = 0
         self._outstanding[:] = 0
         self._pending_val = None
-        self._current = _EpochStats(epoch)
+        self._current = EpochStats(epoch)
         self._epoch_set = False
 
     def _close_epoch(self) -> None:
@@ -690,7 +592,7 @@ class HotsetLoader:
                 )
         self._stop_iteration()
         load_system_state(self.system, state["system_state"])
-        self._history = [_EpochStats.from_state(s) for s in state["history"]]
+        self._history = [EpochStats.from_state(s) for s in state["history"]]
         self._coverage.load_state_dict(state["coverage"])
         self._current = None
         self._next_epoch = int(state["next_epoch"])
@@ -716,7 +618,7 @@ class HotsetLoader:
             self._yielded = yielded
             self._outstanding[:] = np.asarray(state["outstanding"], dtype=np.int32)
             if state["current"] is not None:
-                self._current = _EpochStats.from_state(state["current"])
+                self._current = EpochStats.from_state(state["current"])
             self._status = status
             self._resumed = True
         self._abandon_unwritten(clear=True)

@@ -1,0 +1,117 @@
+"""The loader's per-epoch report: the engine's counters, what the workers did, coverage.
+
+Outcome counts come from each batch's plan (as the simulators count them);
+store requests and bytes are what actually happened -- the workers' reads, plus
+the main process's read-ahead and unit prefetch, wasted reads included --
+so a loader row can be read next to a simulator row. Rebuild reads (an id the
+policy holds but the cache lost) are counted apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from hotset.torch.prefetch import PrefetchCounts
+from hotset.torch.readahead import ReadAheadCounts
+
+#: what each request was served from: the engine's counters (hotset.engine.counters)
+_OUTCOME_COUNTERS = ("requests", "exact_hits", "substitutions", "prefetched", "storage_reads")
+#: what the workers did: store requests and bytes (read-ahead's and prefetch's are
+#: added from the main process), rebuilds, reads served by read-ahead
+_IO_COUNTERS = (
+    "storage_requests",
+    "storage_bytes",
+    "rebuild_reads",
+    "rebuild_bytes",
+    "staged_reads",
+)
+_COUNTERS = ("batches", *_OUTCOME_COUNTERS, *_IO_COUNTERS)
+#: counted from the read-ahead and the unit prefetcher, not from the workers' batch info
+_READAHEAD_COUNTERS = (
+    "readahead_reads",
+    "readahead_bytes",
+    "readahead_wasted",
+    "readahead_wasted_bytes",
+    "prefetch_requests",
+    "prefetch_bytes",
+    "prefetch_wasted",
+)
+
+
+class EpochStats:
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.counts = dict.fromkeys(_COUNTERS + _READAHEAD_COUNTERS, 0)
+        self.coverage: dict[str, int] = {"unique_ids_trained": 0, "never_trained": 0}
+        self._ra_seen = ReadAheadCounts()
+        self._pf_seen = PrefetchCounts()
+        self.stall_seconds = 0.0
+        self.wall_seconds = 0.0
+        self.finished = False
+
+    def add(self, info: Mapping[str, Any], stall: float) -> None:
+        c = self.counts
+        c["batches"] += 1
+        for key, value in zip(_OUTCOME_COUNTERS, info["outcomes"], strict=True):
+            c[key] += value
+        for key in _IO_COUNTERS:
+            c[key] += int(info[key])
+        self.stall_seconds += stall
+
+    def baseline(self, ra: ReadAheadCounts, pf: PrefetchCounts) -> None:
+        """Read-ahead's and prefetch's counts are cumulative: count from here on."""
+        self._ra_seen = dataclasses.replace(ra)
+        self._pf_seen = dataclasses.replace(pf)
+
+    def absorb(self, ra: ReadAheadCounts, pf: PrefetchCounts) -> None:
+        """Add what read-ahead and prefetch did since the last call: store requests too."""
+        seen, c = self._ra_seen, self.counts
+        if ra == seen and pf == self._pf_seen:
+            return  # nothing new (read-ahead and prefetch idle): no copies
+        reads, nbytes = ra.reads - seen.reads, ra.bytes - seen.bytes
+        c["readahead_reads"] += reads
+        c["readahead_bytes"] += nbytes
+        c["readahead_wasted"] += ra.wasted - seen.wasted
+        c["readahead_wasted_bytes"] += ra.wasted_bytes - seen.wasted_bytes
+        pseen = self._pf_seen
+        preqs, pbytes = pf.requests - pseen.requests, pf.bytes - pseen.bytes
+        c["prefetch_requests"] += preqs
+        c["prefetch_bytes"] += pbytes
+        c["prefetch_wasted"] += pf.wasted - pseen.wasted
+        c["storage_requests"] += reads + preqs
+        c["storage_bytes"] += nbytes + pbytes
+        self._ra_seen = dataclasses.replace(ra)
+        self._pf_seen = dataclasses.replace(pf)
+
+    def row(self) -> dict[str, Any]:
+        c = self.counts
+        row: dict[str, Any] = {"epoch": self.epoch, **c, **self.coverage}
+        row["exact_hit_ratio"] = c["exact_hits"] / c["requests"] if c["requests"] else 0.0
+        row["stall_seconds"] = self.stall_seconds
+        row["wall_seconds"] = self.wall_seconds
+        row["stall_share"] = self.stall_seconds / self.wall_seconds if self.wall_seconds else 0.0
+        row["samples_per_s"] = c["requests"] / self.wall_seconds if self.wall_seconds else 0.0
+        row["finished"] = self.finished
+        return row
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "epoch": self.epoch,
+            "counts": dict(self.counts),
+            "coverage": dict(self.coverage),
+            "stall_seconds": self.stall_seconds,
+            "wall_seconds": self.wall_seconds,
+            "finished": self.finished,
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> EpochStats:
+        out = cls(int(state["epoch"]))
+        out.counts.update({k: int(v) for k, v in state["counts"].items()})
+        out.coverage.update({k: int(v) for k, v in state["coverage"].items()})
+        out.stall_seconds = float(state["stall_seconds"])
+        out.wall_seconds = float(state["wall_seconds"])
+        out.finished = bool(state["finished"])
+        return out
