@@ -69,6 +69,20 @@ class Decided:
     uses_units: bool = False
 
 
+def gather_uniform(policy: Policy, ids: IntArray) -> Decided:
+    """A policy that caches nothing: every request a read of its own sample, in one replay."""
+    outcomes = np.asarray(policy.replay(ids), dtype=np.int8)
+    if not (outcomes == _MISS).all():
+        raise HotsetError(f"policy {policy.name!r} declares it caches nothing but answered a hit")
+    return Decided(
+        outcomes=outcomes,
+        served=ids.copy(),
+        units=np.full(len(ids), -1, dtype=np.int64),
+        admitted_flags=[False] * len(ids),
+        reads=dict.fromkeys(ids.tolist()),
+    )
+
+
 def gather(policy: Policy, ids: IntArray) -> Decided:
     """The decisions of one batch of requests ``ids``, in order."""
     id_list: list[int] = ids.tolist()

@@ -49,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.engine.counters import EpochCounts
-from hotset.engine.decide import gather
+from hotset.engine.decide import gather, gather_uniform
 from hotset.engine.feedback import Feedback, FeedbackQueue
 from hotset.engine.plan import BatchPlan, EpochLog
 from hotset.engine.staging import UnitStaging
@@ -157,9 +157,8 @@ class Planner:
             yield self.plan_next()
 
     def _decide(self, k: int, ids: IntArray, seq: int) -> BatchPlan:
-        if self._uniform:
-            return self._decide_uniform(k, ids, seq)
-        d = gather(self.system.policy, ids)
+        policy = self.system.policy
+        d = gather_uniform(policy, ids) if self._uniform else gather(policy, ids)
         units, unit_reads = d.units, d.unit_reads
         outcomes, served = d.outcomes, d.served
         last_op = d.last_op
@@ -202,38 +201,6 @@ class Planner:
             weights=np.asarray(self.system.weights(served), dtype=np.float64),
             storage_requests=requests,
             storage_bytes=nbytes,
-        )
-
-    def _decide_uniform(self, k: int, ids: IntArray, seq: int) -> BatchPlan:
-        """A policy that caches nothing: every request is a read of its own sample."""
-        outcomes = np.asarray(self.system.policy.replay(ids), dtype=np.int8)
-        if not (outcomes == _MISS).all():
-            raise HotsetError(
-                f"policy {self.system.policy.name!r} declares it caches nothing "
-                "but answered with a hit"
-            )
-        reads = np.asarray(list(dict.fromkeys(ids.tolist())), dtype=np.int64)
-        self.log.add(ids, outcomes, ids)
-        return BatchPlan(
-            epoch=self.epoch,
-            index=k,
-            seq=seq,
-            generation=self.generation,
-            requested=ids.copy(),
-            served=ids.copy(),
-            outcomes=outcomes,
-            units=np.full(len(ids), -1, dtype=np.int64),
-            reads=reads,
-            unit_reads=_EMPTY,
-            prefetch=_EMPTY,
-            admitted=_EMPTY,
-            evicted=_EMPTY,
-            deletes=_EMPTY,
-            puts=_EMPTY,
-            wait_for=0,
-            weights=np.asarray(self.system.weights(ids), dtype=np.float64),
-            storage_requests=len(reads),
-            storage_bytes=int(self.sizes[reads].sum()),
         )
 
     def replay_epoch(self) -> EpochCounts:

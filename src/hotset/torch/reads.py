@@ -98,20 +98,8 @@ class StoreReader:
 
     def _check(self, sid: int, data: bytes) -> None:
         """Raise unless ``data`` has the manifest's size (and, with ``verify``, its hash)."""
-        if len(data) != self._size_list[sid]:
-            raise IntegrityError(
-                f"{self.keys[sid]!r} (id {sid}): the store returned {len(data)} bytes, "
-                f"the manifest says {self._size_list[sid]}"
-            )
-        if self.verify:
-            from hotset.data.manifest import content_hash
-
-            got = content_hash(data)
-            if got != self.hashes[sid]:
-                raise IntegrityError(
-                    f"{self.keys[sid]!r} (id {sid}): stored bytes hash to {got}, "
-                    f"the manifest says {self.hashes[sid]}"
-                )
+        where = f"{self.keys[sid]!r} (id {sid})"
+        self._check_bytes(where, data, self._size_list[sid], self.hashes[sid], "the manifest")
 
     def read_unit(self, unit: int) -> bytes:
         """One storage request for a whole unit, checked against the layout."""
@@ -120,21 +108,22 @@ class StoreReader:
             raise HotsetError(f"plan reads unit {unit}, but the dataset has no chunk layout")
         key = layout.chunk_keys[unit]
         data = self.store.read(key)
-        want = int(layout.chunk_sizes[unit])
-        if len(data) != want:
+        want, digest = int(layout.chunk_sizes[unit]), layout.chunk_hashes[unit]
+        if self.verify or len(data) != want:
+            self._check_bytes(f"{key!r} (unit {unit})", data, want, digest, "the layout")
+        return data
+
+    def _check_bytes(self, where: str, data: bytes, size: int, digest: str, source: str) -> None:
+        if len(data) != size:
             raise IntegrityError(
-                f"{key!r} (unit {unit}): the store returned {len(data)} bytes, the layout says {want}"
+                f"{where}: the store returned {len(data)} bytes, {source} says {size}"
             )
         if self.verify:
             from hotset.data.manifest import content_hash
 
             got = content_hash(data)
-            if got != layout.chunk_hashes[unit]:
-                raise IntegrityError(
-                    f"{key!r} (unit {unit}): bytes hash to {got}, "
-                    f"the layout says {layout.chunk_hashes[unit]}"
-                )
-        return data
+            if got != digest:
+                raise IntegrityError(f"{where}: stored bytes hash to {got}, {source} says {digest}")
 
     def submit_unit(self, unit: int) -> Future[bytes]:
         """Read a whole unit on the I/O threads (one request)."""
