@@ -193,7 +193,8 @@ def loader_rows(n: int = 2000, batch_size: int = 64, epochs: int = 2) -> list[di
         plain_us = (time.perf_counter() - start) / (n * epochs) * 1e6
         rows.append(_row("plain DataLoader per sample", plain_us, "us", f"{n} local files, bytes"))
         lru_frac = min(1.0, max(0.2, 2 * batch_size / n))  # a cache that holds a batch
-        for system, cache in (("pytorch", None), ("lru", lru_frac)):
+        # one cache size for both: a cache-free system (capabilities.caches False) opens none
+        for system, cache in (("pytorch", lru_frac), ("lru", lru_frac)):
             with make_loader(data, system=system, cache=cache, batch_size=batch_size, seed=0) as ld:
                 start = time.perf_counter()
                 for epoch in range(epochs):
