@@ -34,6 +34,9 @@ def test_rows_count_reads_and_hits_consistently(tmp_path: Path) -> None:
     assert rows["lru"]["storage_reads_epoch1"] == n_train
     assert rows["lru"]["exact_hit_ratio"] == 1.0
     assert rows["lru"]["storage_reads_per_epoch"] == n_train / 2
+    # coverage beside the hit ratio: every system trains every sample each epoch
+    for row in rows.values():
+        assert row["unique_ids_trained_per_epoch"] == n_train
     for row in rows.values():
         assert 0.0 <= row["val_accuracy"] <= 1.0
         assert row["samples_per_s"] > 0

@@ -165,6 +165,7 @@ def run_row(
         hit_ratio: float | None = None
         reads = samples
         reads0 = len(split.train)
+        distinct = float(len(split.train))  # shuffle=True: a permutation every epoch
     else:
         data = HotsetDataset(manifest=split.train, store=store, decode="image")
         # a system without a cache (capabilities.caches False) opens none, whatever the size
@@ -194,6 +195,7 @@ def run_row(
         hit_ratio = sum(r["exact_hits"] for r in later) / max(1, requests)
         reads = sum(r["storage_requests"] + r["rebuild_reads"] for r in report)
         reads0 = report[0]["storage_requests"]
+        distinct = sum(r["unique_ids_trained"] for r in report) / len(report)
     wall = time.perf_counter() - start
     accuracy = trainer.accuracy(split.val_x, split.val_y)
     return {
@@ -201,6 +203,8 @@ def run_row(
         "exact_hit_ratio": None if hit_ratio is None else round(hit_ratio, 4),
         "storage_reads_per_epoch": round(reads / epochs, 1),
         "storage_reads_epoch1": reads0,
+        # coverage beside the hit ratio: distinct samples trained per epoch
+        "unique_ids_trained_per_epoch": round(distinct, 1),
         "samples_per_s": round(samples / wall, 1),
         "stall_share": round(stall / wall, 3),
         "stall_seconds": round(stall, 2),

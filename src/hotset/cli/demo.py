@@ -80,7 +80,7 @@ def demo(
         f"Store: {latency_ms:g} ms per request, {p['concurrency']} requests in flight (real sleeping)."
     )
     header = (
-        f"{'system':<9}{'exact-hit':>10}{'reads/epoch':>13}{'samples/s':>11}"
+        f"{'system':<9}{'exact-hit':>10}{'distinct':>10}{'reads/epoch':>13}{'samples/s':>11}"
         f"{'vs torch':>10}{'stall':>8}{'val acc':>9}"
     )
     click.echo(header)
@@ -88,11 +88,13 @@ def demo(
     for r in result["table"]:
         click.echo(
             f"{r['system']:<9}{_cell(r['exact_hit_ratio'], 10, '.3f')}"
+            f"{r['unique_ids_trained_per_epoch']:>10.0f}"
             f"{r['storage_reads_per_epoch']:>13.0f}{r['samples_per_s']:>11.0f}"
             f"{_cell(r['speedup_vs_torch'], 9, '.2f')}x{r['stall_share']:>8.0%}{r['val_accuracy']:>9.3f}"
         )
     click.echo(
-        "\nexact-hit: requested id served from cache, epochs 2..E; stall: share of wall time "
+        "\nexact-hit: requested id served from cache, epochs 2..E; distinct: samples trained "
+        "per epoch (coverage); stall: share of wall time "
         "the training loop waited for data.\ntorch = plain torch.utils.data.DataLoader; "
         "pytorch = hotset's loader with random order and no cache."
     )
