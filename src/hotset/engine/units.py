@@ -41,11 +41,6 @@ class UnitLayout(Protocol):
     def split(self, c: int, blob: bytes) -> dict[int, bytes]: ...
 
 
-def unit_cache_id(n: int, unit: int) -> int:
-    """The cache id of unit ``unit`` in a dataset of ``n`` samples."""
-    return n + int(unit)
-
-
 class SubsetLayout:
     """A layout seen through some of its ids, renumbered ``0..len(rows)-1``.
 
