@@ -125,3 +125,15 @@ def test_the_loader_matches_the_simulator_byte_exact(
         for key in (*COUNTER_KEYS, *COVERAGE_KEYS):
             assert got[key] == want[key], (key, got[key], want[key])
         assert got["rebuild_reads"] == 0
+
+
+def test_a_chunked_system_without_a_layout_says_how_to_get_one() -> None:
+    from hotset.errors import HotsetError
+    from hotset.policies.base import Budget
+    from hotset.systems.registry import build_system
+
+    sizes = np.full(16, 10, dtype=np.int64)
+    with pytest.raises(HotsetError, match=r"reads whole chunks.*hotset data pack"):
+        build_system(
+            "chunk_lru", n=16, budget=Budget(capacity_bytes=80, sizes=sizes), seed=0, layout=None
+        )
