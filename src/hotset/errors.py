@@ -14,3 +14,14 @@ class HotsetError(ValueError):
 
 class IntegrityError(HotsetError):
     """Stored bytes do not match what the manifest promises."""
+
+
+class StorageError(HotsetError):
+    """A store read that failed for good; the message names the key and the store.
+
+    Raised by :class:`hotset.storage.retry.RetryingStore` for a permanent error
+    (a missing file, a denied permission) or once its retries or deadline are
+    spent on transient ones; the store's own exception is chained as ``__cause__``.
+    Built from one message string, so it survives the trip from a DataLoader
+    worker to the main process, which re-creates exceptions from their message.
+    """

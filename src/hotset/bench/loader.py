@@ -238,7 +238,8 @@ def run(
         if dataset is None:
             dataset = str(Path(tmp) / "synth")
             make_synth(dataset, SynthConfig(n=n, image_size=image_size, seed=seed), workers=1)
-        data = open_dataset(dataset)
+        # the modeled server below stands for the store: no retries around the files
+        data = open_dataset(dataset, retries=0)
         manifest = data.manifest
         inner = data.store
         assert isinstance(inner, LocalStore)

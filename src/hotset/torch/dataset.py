@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -64,26 +65,71 @@ class HotsetDataset:
         return replace(self, store=store)
 
 
+def _check_retry_options(retries: object, deadline_s: object, timeout_s: object) -> None:
+    """Reject bad retry options by the names ``open_dataset`` gives them."""
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise HotsetError(f"retries: must be an integer >= 0, got {retries!r}")
+    for name, value, optional in (
+        ("read_deadline_s", deadline_s, False),
+        ("read_timeout_s", timeout_s, True),
+    ):
+        if value is None and optional:
+            continue
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not 0 < float(value) < math.inf
+        ):
+            raise HotsetError(f"{name}: must be a finite number of seconds > 0, got {value!r}")
+
+
 def open_dataset(
     location: str | os.PathLike[str],
     *,
     decode: DecodeSpec = "image",
     transform: Callable[[Any], Any] | None = None,
     store: Store | None = None,
+    retries: int = 8,
+    read_deadline_s: float = 60.0,
+    read_timeout_s: float | None = None,
 ) -> HotsetDataset:
     """Open a dataset directory, manifest csv or URL (``file://``, ``memory://``, ``s3://``).
 
     ``store`` overrides the store the manifest's keys are read from (it must
     hold the same keys), e.g. to wrap it in a throttle for a benchmark.
+
+    Reads are retried by default: the store (found or given) is wrapped in a
+    :class:`~hotset.storage.retry.RetryingStore` with ``retries`` retries per
+    read, ``read_deadline_s`` seconds at most per read, and, when
+    ``read_timeout_s`` is set, each attempt abandoned after that many seconds.
+    It is on by default because shared storage fails transiently now and then
+    (a dropped connection, a throttled request), and without retries one such
+    error ends a run of many hours; a healthy store pays almost nothing for it
+    (one function call per read). Errors that do escape are a
+    :class:`~hotset.errors.StorageError` naming the key and the store. Pass
+    ``retries=0`` (with ``read_timeout_s=None``) to read the store unwrapped; a
+    ``store`` that is already a ``RetryingStore`` is kept as given.
+    Set ``read_timeout_s`` for a store whose reads can hang: without it, a hung
+    read waits forever.
     """
     from hotset.data import open_dataset as open_manifest
     from hotset.data.chunks import load_layout
+    from hotset.storage.retry import RetryingStore
 
+    decode = check_decode(decode)
+    if store is not None and not isinstance(store, Store):
+        raise HotsetError(f"store: expected a Store, got {store!r:.80}")
+    _check_retry_options(retries, read_deadline_s, read_timeout_s)  # before any I/O
     manifest, found = open_manifest(location)
+    chosen = store if store is not None else found
+    if (retries != 0 or read_timeout_s is not None) and not isinstance(chosen, RetryingStore):
+        chosen = RetryingStore(
+            chosen, retries=retries, deadline_s=read_deadline_s, timeout_s=read_timeout_s
+        )
     return HotsetDataset(
         manifest=manifest,
-        store=store if store is not None else found,
-        decode=check_decode(decode),
+        store=chosen,
+        decode=decode,
         transform=transform,
         source=os.fspath(location),
         layout=load_layout(location, manifest=manifest),

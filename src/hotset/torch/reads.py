@@ -65,7 +65,7 @@ class StoreReader:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = -1
         #: reads may be made inline (see the module docstring): a store on this machine
-        self._inline_capable = isinstance(store, LocalStore)
+        self._inline_capable = _on_this_machine(store)
         self._recent: collections.deque[float] = collections.deque(maxlen=_WINDOW)
         self._pool_calls = 0  # read calls left on the threads before one is timed inline
 
@@ -217,3 +217,16 @@ class StoreReader:
     def collect(reads: list[_Reads], blobs: dict[int, bytes]) -> None:
         for chunk, fut in reads:
             blobs.update(zip(chunk, fut.result(), strict=True))
+
+
+def _on_this_machine(store: Store) -> bool:
+    """A local store, alone or behind retries: a read the page cache may answer in microseconds.
+
+    Throttled wrappers model a remote server and are not unwrapped: their reads
+    must overlap on the threads.
+    """
+    from hotset.storage.retry import RetryingStore
+
+    while isinstance(store, RetryingStore):
+        store = store.inner
+    return isinstance(store, LocalStore)
