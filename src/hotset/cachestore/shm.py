@@ -7,11 +7,25 @@ carries only the segment name and the child attaches). Workers come and go
 between epochs; the segment outlives them and is unlinked by its owner at
 :meth:`SharedMemoryCache.close`, at garbage collection or at interpreter exit.
 
+Crashes. The owner also unlinks on SIGTERM: creating an owning cache in the
+main thread installs a SIGTERM handler that raises ``SystemExit(143)`` (so
+``finally`` blocks, ``atexit`` and the finalizers run), but only where SIGTERM
+still has its default action; a handler the application (or a framework such
+as Lightning) installed is left alone, and then cleanup is up to that handler
+exiting normally. A forked child that inherits the handler restores the default
+action and dies of the signal as before. What no handler survives (SIGKILL of
+the whole process group, as Slurm, docker and ``timeout`` send) is reclaimed
+later: segments are named ``hotset_<pid>_<start>_<pidns>_<token>`` and carry
+the same owner identity in header words 10-12, and every new owning cache
+first unlinks the ``hotset_*`` segments whose owner is dead
+(:func:`hotset.cachestore.shm_gc.reclaim_stale_segments`; ``hotset cache gc``
+does the same by hand).
+
 Layout of the segment (all integers little-endian u64)::
 
     header   128 bytes   magic "HOTSHM01", version, n_slots, capacity, arena size,
                          free-table capacity, used bytes, free extents, writer pid,
-                         live entries
+                         live entries, owner pid, owner start time, owner pid namespace
     slots    32 B x n_slots          per sample id: seq, offset, size + 1 (0 = empty), hash
     free     16 B x free_cap         free extents of the arena, sorted by offset
     arena    capacity x (1 + slack)  payload bytes, unaligned, never re-encoded
@@ -63,6 +77,7 @@ import gc
 import os
 import re
 import secrets
+import signal
 import struct
 import sys
 import threading
@@ -84,12 +99,19 @@ from hotset.cachestore.base import (
     check_payload,
     refuse_over_budget,
 )
+from hotset.cachestore.shm_gc import (
+    HEADER_MAGIC,
+    HEADER_OWNER_WORD,
+    owner_identity,
+    reclaim_stale_segments,
+    segment_name,
+)
 from hotset.errors import HotsetError, IntegrityError
 from hotset.units import parse_bytes
 
 __all__ = ["DEFAULT_ARENA_SLACK", "SharedMemoryCache", "index_overhead_bytes"]
 
-_MAGIC = b"HOTSHM01"
+_MAGIC = HEADER_MAGIC
 _VERSION = 1
 _HEADER_BYTES = 128
 _SLOT_BYTES = 32
@@ -97,6 +119,10 @@ _EXTENT_BYTES = 16
 # Header fields, as indexes into the header viewed as u64.
 _H_VERSION, _H_N_SLOTS, _H_CAPACITY, _H_ARENA, _H_FREE_CAP = 1, 2, 3, 4, 5
 _H_USED, _H_N_FREE, _H_WRITER, _H_LIVE = 6, 7, 8, 9
+# Who created the segment (pid, /proc start time, pid-namespace inode), for shm_gc.
+# Words a version-1 reader ignores, so the layout version did not change.
+_H_OWNER_PID, _H_OWNER_START, _H_OWNER_NS = 10, 11, 12
+assert HEADER_OWNER_WORD == _H_OWNER_PID
 # Slot fields.
 _S_SEQ, _S_OFF, _S_LEN1, _S_HASH = 0, 1, 2, 3
 
@@ -145,6 +171,44 @@ def _reset_process_locks_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_reset_process_locks_after_fork)
+
+
+_SIGTERM_HANDLER_PID = 0
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM -> SystemExit in the process that installed it, so exit cleanup runs.
+
+    A forked child (a DataLoader worker) inherits Python-level handlers; there
+    the default action is restored and the signal re-sent, so workers still die
+    of SIGTERM exactly as they would without hotset.
+    """
+    if os.getpid() != _SIGTERM_HANDLER_PID:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    raise SystemExit(128 + signum)
+
+
+def _install_sigterm_cleanup() -> None:
+    """Make SIGTERM unwind the owner so its segments are unlinked (see module docstring).
+
+    Only from the main thread (Python's rule for handlers) and only over the
+    default action: a handler someone else installed, or SIG_IGN, is theirs.
+    """
+    global _SIGTERM_HANDLER_PID
+    if os.getpid() == _SIGTERM_HANDLER_PID:
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return
+    with contextlib.suppress(ValueError, OSError):
+        current = signal.getsignal(signal.SIGTERM)
+        if current is _exit_on_sigterm:
+            # Inherited by fork from an owner: this process now owns a cache itself.
+            _SIGTERM_HANDLER_PID = os.getpid()
+        elif current is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
+            _SIGTERM_HANDLER_PID = os.getpid()
 
 
 def _attach_segment(name: str) -> shared_memory.SharedMemory:
@@ -270,6 +334,8 @@ class SharedMemoryCache:
         self._seg = seg
         self._capacity = int(seg.header[_H_CAPACITY])
         self._finalizer = weakref.finalize(self, seg.release)
+        if create:
+            _install_sigterm_cleanup()
 
     @staticmethod
     def _create(
@@ -295,7 +361,11 @@ class SharedMemoryCache:
         free_cap = _free_cap(n_slots)
         arena_size = capacity + int(capacity * arena_slack)
         arena_base = _align(_HEADER_BYTES + _SLOT_BYTES * n_slots + _EXTENT_BYTES * free_cap)
-        seg_name = name if name is not None else f"hotset_{secrets.token_hex(6)}"
+        # Reclaim what killed owners left behind before taking more memory; a
+        # failure here must never stop the cache from being created.
+        with contextlib.suppress(OSError):
+            reclaim_stale_segments()
+        seg_name = name if name is not None else segment_name(secrets.token_hex(6))
         try:
             shm = shared_memory.SharedMemory(
                 name=seg_name, create=True, size=max(1, arena_base + arena_size)
@@ -311,6 +381,7 @@ class SharedMemoryCache:
         header[_H_ARENA] = arena_size
         header[_H_FREE_CAP] = free_cap
         header[_H_WRITER] = 0
+        header[_H_OWNER_PID], header[_H_OWNER_START], header[_H_OWNER_NS] = owner_identity()
         seg.map_tables()
         seg.slots[:] = 0
         if arena_size:

@@ -21,6 +21,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "systems": ("hotset.cli.systems", "systems", "List the named systems."),
     "bench": ("hotset.cli.bench", "bench", "Run benchmark suites."),
     "demo": ("hotset.cli.demo", "demo", "Run the headline demo on a synthetic dataset."),
+    "cache": ("hotset.cli.cache", "cache", "List and reclaim shared-memory caches (not Redis)."),
 }
 
 
