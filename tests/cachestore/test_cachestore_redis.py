@@ -70,9 +70,11 @@ def test_a_batch_is_one_round_trip_and_one_command_per_key(
     keys = [k for k, _ in items]
     raw = redis_server.client()
 
+    raw.config_resetstat()
     send_counter.reset()
     cache.put_many(items)
-    assert send_counter.total == 2  # the budget reservation, then all 64 SETs
+    assert send_counter.total == 1  # one script: the budget check, 64 SETs, the counter
+    assert command_calls(raw, "evalsha") == 1
 
     raw.config_resetstat()
     send_counter.reset()
@@ -83,7 +85,7 @@ def test_a_batch_is_one_round_trip_and_one_command_per_key(
 
     send_counter.reset()
     cache.delete_many(keys[:32])
-    assert send_counter.total == 2  # all 32 deletes, then the counter
+    assert send_counter.total == 1  # one script: 32 deletes and the counter
     assert cache.used_bytes() == 3200
 
 

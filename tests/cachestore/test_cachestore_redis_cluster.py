@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from cachestore_support import SendCounter, command_calls, item, payload
 
 from hotset.cachestore import CacheKey, content_hash
-from hotset.cachestore.redis_store import RedisCache
+from hotset.cachestore.redis_store import CacheUnavailable, RedisCache
 from hotset.errors import HotsetError
 from redis_support import RedisCluster
 
@@ -101,3 +103,60 @@ def test_unreachable_cluster_fails_fast() -> None:
 def test_bad_cluster_specs_are_named(spec: str | list[str], match: str) -> None:
     with pytest.raises(HotsetError, match=match):
         RedisCache(spec, namespace="x", capacity_bytes=1)
+
+
+def _stored_and_counted(cluster: RedisCluster, namespace: str) -> tuple[int, int]:
+    """(STRLEN of every entry on every master, the counter's value)."""
+    counter = f"hotset:{namespace}:used-bytes".encode()
+    stored, counted = 0, 0
+    for node in cluster.nodes:
+        client = node.client()
+        for key in client.scan_iter(match=f"hotset:{namespace}:*"):
+            if key == counter:
+                counted = int(client.get(key) or 0)
+            else:
+                stored += int(client.strlen(key))
+    return stored, counted
+
+
+def test_writes_a_master_refuses_are_refunded(cache: RedisCache, cluster: RedisCluster) -> None:
+    cache.put_many([item(i, payload(i, 100)) for i in range(10)])
+    full = cluster.nodes[0].client()
+    full.config_set("maxmemory-policy", "noeviction")
+    full.config_set("maxmemory", 1)  # this master refuses every write (OOM)
+    try:
+        with pytest.raises(CacheUnavailable, match="maxmemory"):
+            cache.put_many([item(i, payload(i, 100)) for i in range(10, 60)])
+    finally:
+        full.config_set("maxmemory", 0)
+    stored, counted = _stored_and_counted(cluster, "ds")
+    assert 1000 < stored < 6000 and counted == stored == cache.used_bytes()
+
+
+def test_a_counter_left_high_is_resynced_before_refusing(
+    cache: RedisCache, cluster: RedisCluster
+) -> None:
+    small = RedisCache(cluster.url, namespace="ds", capacity_bytes=1000)
+    small.put_many([item(i, payload(i, 100)) for i in range(5)])
+    # A reservation whose reply was lost, in some other client: counted, never written.
+    cache.client.incrby("hotset:ds:used-bytes", 500)
+    small.put_many([item(i, payload(i, 100)) for i in range(5, 10)])  # fits: 500 are free
+    assert _stored_and_counted(cluster, "ds") == (1000, 1000)
+    with pytest.raises(HotsetError, match="to 1000 bytes used"):
+        small.put_many([item(10, payload(10, 1))])
+    small.close()
+
+
+def test_a_lost_reply_marks_the_counter_stale_until_resynced(cluster: RedisCluster) -> None:
+    cache = RedisCache(cluster.url, namespace="ds", capacity_bytes=10_000, socket_timeout=0.1)
+    cache.put_many([item(i, payload(i, 100)) for i in range(10)])
+    for node in cluster.nodes:
+        node.client().execute_command("CLIENT", "PAUSE", 400, "ALL")
+    with pytest.raises(CacheUnavailable):
+        cache.put_many([item(i, payload(i, 100)) for i in range(10, 20)])
+    time.sleep(0.5)
+    cache.delete_many([item(0, payload(0, 100))[0]])  # resyncs first
+    stored, counted = _stored_and_counted(cluster, "ds")
+    assert counted == stored == cache.used_bytes()
+    assert cache.resync() == stored
+    cache.close()

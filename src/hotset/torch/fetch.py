@@ -20,6 +20,25 @@ For a plan, a worker (or the main process when ``num_workers == 0``):
    evictions, puts its net admissions plus rebuilt ids, and marks ``seq`` written;
 4. decodes and collates ``(x, y, ids, w)``, plus a small ``info`` dict of what it did.
 
+A failing cache never fails training. When a cache call raises a backend error
+(:data:`BACKEND_ERRORS`: the server is down, frozen past its timeout, or
+refusing writes) the batch's cached ids are read from storage instead
+(``degraded_reads``), the batch writes nothing to the cache but still takes its
+write turn (later batches wait on it), and this process leaves the cache alone
+for a short interval that grows while failures repeat (:class:`CacheBackoff`);
+the first call that succeeds again resets it. Only byte moving degrades: the
+plans, made by the policy in the main process, stay exactly as they were. The
+policy then believes some ids cached that are not (their puts were skipped):
+rebuild reads repair those. Deletes a degraded batch skipped are kept and
+replayed at this process's next write that reaches the cache, so entries the
+policy evicted do not linger and take its budget. A worker that exits first
+(workers are started afresh each epoch) takes its list along, so skipped deletes
+are also flagged in memory shared by every process of the loader: a put the
+cache then refuses as over budget is put down to such leftovers, and the writer
+-- holding the write turn, so no other writer of this loader interferes --
+clears the cache and puts again (every id the policy holds becomes a rebuild
+read). Without the flag a refused put is a policy bug and is raised.
+
 Every storage read is checked against the manifest's size (always) and xxh3
 (``verify=True``); with ``verify`` the cache re-hashes what it serves too. A
 hit or substitution that names a unit is cut from that unit, cached whole
@@ -28,6 +47,7 @@ under cache id ``n + unit`` (:meth:`BatchFetcher.key_of`).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -37,9 +57,10 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.cachestore.base import CacheKey, CacheStore
+from hotset.cachestore.redis_store import CacheUnavailable
 from hotset.engine.plan import BatchPlan
 from hotset.engine.units import UnitLayout
-from hotset.errors import HotsetError
+from hotset.errors import HotsetError, IntegrityError
 from hotset.policies.base import N_OUTCOMES, Outcome
 from hotset.storage.base import Store
 from hotset.torch.dataset import DecodeSpec
@@ -58,6 +79,53 @@ def identity_collate(batch: Any) -> Any:
 
 
 _HIT, _SUB, _MISS, _PRE = (int(o) for o in Outcome)
+
+#: what a cache raises when its backend fails (not a refused put, not bad bytes):
+#: RedisCache wraps redis-py's errors in CacheUnavailable; OSError covers a store
+#: whose socket or file fails unwrapped
+BACKEND_ERRORS: tuple[type[BaseException], ...] = (CacheUnavailable, OSError)
+#: first and longest pause (seconds) of the cache after a failure
+BACKOFF_MIN_S = 0.25
+BACKOFF_MAX_S = 8.0
+
+
+class CacheBackoff:
+    """When this process may use the cache again after failures (per process, no I/O).
+
+    Each failure doubles the pause, from :data:`BACKOFF_MIN_S` up to
+    :data:`BACKOFF_MAX_S`, so a dead server costs one failed call per pause
+    (a frozen one up to its socket timeout) instead of one per batch, and a
+    server that comes back is used again within one pause.
+    """
+
+    def __init__(self, min_s: float = BACKOFF_MIN_S, max_s: float = BACKOFF_MAX_S) -> None:
+        self.min_s, self.max_s = min_s, max_s
+        self.pause_s = 0.0
+        self.until = 0.0
+        self.failures = 0
+        #: cache keys whose deletes a degraded batch skipped, replayed on the next write
+        self.pending_deletes: dict[CacheKey, None] = {}
+
+    def usable(self) -> bool:
+        return time.monotonic() >= self.until
+
+    def failed(self) -> None:
+        self.failures += 1
+        self.pause_s = min(self.max_s, max(self.min_s, 2 * self.pause_s))
+        self.until = time.monotonic() + self.pause_s
+
+    def succeeded(self) -> None:
+        self.pause_s = 0.0
+
+
+class _CacheTurn:
+    """One batch's dealings with the cache: still usable by it, and calls that failed."""
+
+    __slots__ = ("errors", "ok")
+
+    def __init__(self, ok: bool) -> None:
+        self.ok = ok
+        self.errors = 0
 
 
 class BatchFetcher(_TorchDataset):
@@ -86,6 +154,10 @@ class BatchFetcher(_TorchDataset):
         self._size_list: list[int] = np.asarray(sizes, dtype=np.int64).tolist()
         self.labels = labels
         self.cache = cache
+        self.backoff = CacheBackoff()
+        #: [deletes skipped by a degraded batch, in any process, since the last clear]:
+        #: made here, in the main process, so that workers inherit it
+        self._skipped: Any = multiprocessing.RawArray("q", 1)
         self.sequencer = sequencer
         self.decode = decode
         self.transform = transform
@@ -167,19 +239,26 @@ class BatchFetcher(_TorchDataset):
         cached, cached_units = self._cached(plan, singles, unit_ids, blobs)
         rebuild_ids: list[int] = []
         rebuild_units: list[int] = []
-        unit_bytes = rebuild_unit_bytes = 0
+        degraded_ids: list[int] = []
+        degraded_units: list[int] = []
+        unit_bytes = rebuild_unit_bytes = degraded_unit_bytes = 0
         wait_s = 0.0
+        turn = _CacheTurn(self.cache is not None and self.backoff.usable())
         error: BaseException | None = None
         try:
             reads = self.reader.start(to_read, blobs)
-            if (cached or cached_units) and self.cache is not None:
+            got: list[bytes | None] | None = None
+            if (cached or cached_units) and self.cache is not None and turn.ok:
                 wait_s += self.sequencer.wait_until(
                     plan.wait_for, generation=plan.generation, what=f"batch seq {plan.seq}"
                 )
                 hashes = self.hashes
                 keys = [CacheKey(s, hashes[s]) for s in cached]
                 keys += [self.key_of(len(self.keys) + u) for u in cached_units]
-                got = self.cache.get_many(keys)
+                got = self._cache_call(turn, self.cache.get_many, keys)
+            if got is None and self.cache is not None:
+                degraded_ids, degraded_units = cached, cached_units  # the cache failed
+            elif got is not None:
                 for sid, data in zip(cached, got, strict=False):
                     if data is None:
                         rebuild_ids.append(sid)
@@ -195,6 +274,8 @@ class BatchFetcher(_TorchDataset):
                 rebuild_ids, rebuild_units = cached, cached_units
             rebuild = self.reader.start(rebuild_ids, blobs)
             rebuilt = [(u, self.reader.submit_unit(u)) for u in rebuild_units]
+            degraded = self.reader.start(degraded_ids, blobs)
+            degraded_reads = [(u, self.reader.submit_unit(u)) for u in degraded_units]
             self.reader.collect(reads, blobs)
             for u, fut in unit_reads:
                 whole = unit_raw[u] = fut.result()
@@ -205,10 +286,15 @@ class BatchFetcher(_TorchDataset):
                 whole = unit_raw[u] = fut.result()
                 rebuild_unit_bytes += len(whole)
                 blobs.update(self._split(u, whole))
+            self.reader.collect(degraded, blobs)
+            for u, fut in degraded_reads:
+                whole = unit_raw[u] = fut.result()
+                degraded_unit_bytes += len(whole)
+                blobs.update(self._split(u, whole))
         except BaseException as exc:  # still take the write turn, or later batches would stall
             error = exc
         t = time.perf_counter()
-        self._write(plan, blobs, unit_raw, rebuild_ids, rebuild_units)
+        self._write(plan, blobs, unit_raw, rebuild_ids, rebuild_units, turn)
         wait_s += time.perf_counter() - t
         if error is not None:
             raise error
@@ -220,10 +306,33 @@ class BatchFetcher(_TorchDataset):
             "staged_reads": len(singles) - len(to_read),
             "rebuild_reads": len(rebuild_ids) + len(rebuild_units),
             "rebuild_bytes": sum([sizes[s] for s in rebuild_ids]) + rebuild_unit_bytes,
-            "cache_reads": len(cached) + len(cached_units) - len(rebuild_ids) - len(rebuild_units),
+            "degraded_reads": len(degraded_ids) + len(degraded_units),
+            "degraded_bytes": sum([sizes[s] for s in degraded_ids]) + degraded_unit_bytes,
+            "cache_errors": turn.errors,
+            "cache_reads": len(cached)
+            + len(cached_units)
+            - len(rebuild_ids)
+            - len(rebuild_units)
+            - len(degraded_ids)
+            - len(degraded_units),
             "wait_seconds": wait_s,
         }
         return blobs, info
+
+    def _cache_call(self, turn: _CacheTurn, call: Callable[[Any], Any], arg: Any) -> Any:
+        """``call(arg)``, or ``None`` when the cache's backend fails (then back off).
+
+        A call returning nothing (a put, a delete) returns ``True`` on success.
+        """
+        try:
+            out = call(arg)
+        except BACKEND_ERRORS:
+            turn.errors += 1
+            turn.ok = False
+            self.backoff.failed()
+            return None
+        self.backoff.succeeded()
+        return out if out is not None else True
 
     def _cached(
         self, plan: BatchPlan, singles: list[int], unit_ids: list[int], blobs: dict[int, bytes]
@@ -262,6 +371,7 @@ class BatchFetcher(_TorchDataset):
         unit_raw: dict[int, bytes],
         rebuild: list[int],
         rebuild_units: list[int],
+        turn: _CacheTurn,
     ) -> None:
         cache = self.cache
         if cache is None:
@@ -288,11 +398,43 @@ class BatchFetcher(_TorchDataset):
                 for u in rebuild_units
                 if u in unit_raw and n + u not in gone
             ]
+        delete_keys = [self.key_of(s) for s in deletes]
+        backoff = self.backoff
         with self.sequencer.writing(plan.seq, generation=plan.generation):
-            if deletes:
-                cache.delete_many([self.key_of(s) for s in deletes])
+            # Inside the turn nothing may escape but a real error: the turn must be
+            # marked written, or every later batch would wait on this one.
+            if not (turn.ok and backoff.usable()):
+                self._skip_deletes(delete_keys)
+                return
+            if backoff.pending_deletes:
+                delete_keys = [*backoff.pending_deletes, *delete_keys]
+            if delete_keys:
+                if self._cache_call(turn, cache.delete_many, delete_keys) is None:
+                    # Unknown which landed: deleting again is harmless, so keep them all.
+                    self._skip_deletes(delete_keys)
+                    return
+                backoff.pending_deletes.clear()
             if items:
-                cache.put_many(items)
+                try:
+                    self._cache_call(turn, cache.put_many, items)
+                except IntegrityError:
+                    raise
+                except HotsetError:
+                    if not self._skipped[0]:
+                        raise  # over budget with no failure to blame: a policy bug
+                    # Entries whose deletes were skipped hold the budget: start over.
+                    turn.errors += 1
+                    if self._cache_call(turn, lambda _: cache.clear(), None) is None:
+                        return
+                    self._skipped[0] = 0
+                    backoff.pending_deletes.clear()
+                    self._cache_call(turn, cache.put_many, items)
+
+    def _skip_deletes(self, keys: list[CacheKey]) -> None:
+        """Remember deletes the cache did not take: replayed here, flagged for all."""
+        if keys:
+            self.backoff.pending_deletes.update(dict.fromkeys(keys))
+            self._skipped[0] += len(keys)
 
     # -- decoding -----------------------------------------------------------------
     def _decode_one(self, data: bytes, sid: int) -> Any:

@@ -4,7 +4,10 @@ Outcome counts come from each batch's plan (as the simulators count them);
 store requests and bytes are what actually happened -- the workers' reads, plus
 the main process's read-ahead and unit prefetch, wasted reads included --
 so a loader row can be read next to a simulator row. Rebuild reads (an id the
-policy holds but the cache lost) are counted apart.
+policy holds but the cache lost) are counted apart, and so are degraded reads
+(a cached id read from storage because the cache failed or was backing off;
+``cache_errors`` counts the cache calls that failed): a run that survived a
+cache outage says so instead of passing for a cold cache.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ _IO_COUNTERS = (
     "rebuild_reads",
     "rebuild_bytes",
     "staged_reads",
+    "degraded_reads",
+    "degraded_bytes",
+    "cache_errors",
 )
 _COUNTERS = ("batches", *_OUTCOME_COUNTERS, *_IO_COUNTERS)
 #: counted from the read-ahead and the unit prefetcher, not from the workers' batch info
@@ -57,7 +63,7 @@ class EpochStats:
         for key, value in zip(_OUTCOME_COUNTERS, info["outcomes"], strict=True):
             c[key] += value
         for key in _IO_COUNTERS:
-            c[key] += int(info[key])
+            c[key] += int(info.get(key, 0))  # a batch that never touched a cache has none
         self.stall_seconds += stall
 
     def baseline(self, ra: ReadAheadCounts, pf: PrefetchCounts) -> None:
