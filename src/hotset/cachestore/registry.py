@@ -8,13 +8,14 @@ imported only when such a spec is opened, so the default needs no extra package.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Sequence
 
 from hotset.cachestore.base import CacheStore
 from hotset.errors import HotsetError
 from hotset.units import parse_bytes
 
-__all__ = ["EMBEDDED_SPECS", "open_cache"]
+__all__ = ["EMBEDDED_SPECS", "open_cache", "parse_cache_spec"]
 
 EMBEDDED_SPECS = ("memory", "shm")
 
@@ -26,14 +27,21 @@ def open_cache(
     namespace: str,
     n_slots: int,
     verify: bool = False,
+    socket_timeout: float | None = None,
+    socket_connect_timeout: float | None = None,
 ) -> CacheStore:
     """A cache store for ``spec`` holding at most ``capacity_bytes`` of payload.
 
     ``namespace`` names the dataset in a shared Redis (keys are
     ``hotset:<namespace>:<hash>``); ``n_slots`` is the dataset size, which sizes
     the shared-memory index. ``verify`` re-hashes every served sample.
+    ``socket_timeout`` / ``socket_connect_timeout`` (seconds) bound how long a
+    Redis call may hang before it fails and the loader serves from storage; left
+    out, the URL's query (``?socket_timeout=0.5``) or the Redis defaults apply.
+    The embedded cache has no server to wait for and ignores them.
     """
     capacity = parse_bytes(capacity_bytes, name="capacity_bytes")
+    parse_cache_spec(spec)  # a malformed spec fails here, before any connection is tried
     if isinstance(spec, str) and spec.strip().lower() in EMBEDDED_SPECS:
         from hotset.cachestore.shm import SharedMemoryCache
 
@@ -43,8 +51,87 @@ def open_cache(
     if is_redis_spec(spec):
         from hotset.cachestore.redis_store import RedisCache
 
-        return RedisCache(spec, namespace=namespace, capacity_bytes=capacity, verify=verify)
-    raise HotsetError(
-        f"unknown cache {spec!r}: use 'memory' (or 'shm'), 'redis://host:port/db', "
-        "'redis+cluster://host:port,host:port' or a list of cluster nodes"
-    )
+        return RedisCache(
+            spec,
+            namespace=namespace,
+            capacity_bytes=capacity,
+            verify=verify,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_connect_timeout,
+        )
+    raise HotsetError(f"unknown cache {spec!r:.120}: {_UNKNOWN}")
+
+
+_UNKNOWN = (
+    "use 'memory' (or 'shm'), 'redis://host:port/db', "
+    "'redis+cluster://host:port,host:port' or a list of cluster nodes"
+)
+
+
+def parse_cache_spec(spec: object) -> str:
+    """The kind of cache ``spec`` names (``"memory"``, ``"redis"`` or ``"redis-cluster"``).
+
+    Checks the spec's syntax only and never connects, so a typo is reported as
+    a :class:`HotsetError` naming the spec instead of a ``ValueError`` from deep in
+    the Redis client (or a connection attempt to a mangled address).
+    """
+    if isinstance(spec, str) and spec.strip().lower() in EMBEDDED_SPECS:
+        return "memory"
+    from hotset.cachestore import redis_store
+
+    if isinstance(spec, list | tuple):
+        if not spec or not all(isinstance(s, str) for s in spec):
+            raise HotsetError(
+                f"cache nodes must be a non-empty list of 'host:port' strings, got {spec!r:.80}"
+            )
+        try:
+            redis_store._parse_cluster(list(spec))
+        except ValueError as exc:  # HotsetError included; also int() of odd digits
+            raise HotsetError(f"cache {list(spec)!r:.120}: {exc}") from None
+        return "redis-cluster"
+    if not isinstance(spec, str):
+        raise HotsetError(f"unknown cache {spec!r:.80}: {_UNKNOWN}")
+    try:
+        parts = urllib.parse.urlsplit(spec)
+        if parts.scheme not in redis_store._CLUSTER_SCHEMES:  # several host:port, no one port
+            parts.port  # noqa: B018 - raises ValueError for a port that is not 0..65535
+        where = redact_spec(spec)
+    except ValueError as exc:
+        raise HotsetError(f"cache spec is not a valid URL ({exc}): {_UNKNOWN}") from None
+    scheme = parts.scheme
+    if scheme in redis_store._CLUSTER_SCHEMES:
+        try:
+            redis_store._parse_cluster(spec)
+        except HotsetError:
+            raise
+        except ValueError as exc:
+            raise HotsetError(f"cache {where!r}: {exc}") from None
+        return "redis-cluster"
+    if scheme not in redis_store._SINGLE_SCHEMES:
+        raise HotsetError(f"unknown cache {where!r:.120}: {_UNKNOWN}")
+    if not spec.startswith(f"{scheme}://"):
+        raise HotsetError(f"cache {where!r}: write the scheme as '{scheme}://' (lowercase)")
+    if scheme != "unix":
+        if not parts.hostname:
+            raise HotsetError(f"cache {where!r}: no host (expected {scheme}://host:port/db)")
+        db = urllib.parse.unquote(parts.path).strip("/")
+        if db and not (db.isascii() and db.isdigit()):
+            raise HotsetError(f"cache {where!r}: database {db!r} is not a number")
+    elif not parts.path:
+        raise HotsetError(f"cache {where!r}: no socket path (expected unix:///path/to/socket)")
+    try:
+        from redis.connection import parse_url
+    except ImportError:  # opening it reports the missing client
+        return "redis"
+    try:
+        parse_url(spec)  # query options (socket_timeout=...) are checked by the client's parser
+    except ValueError as exc:
+        raise HotsetError(f"cache {where!r}: {exc}") from None
+    return "redis"
+
+
+def redact_spec(spec: str) -> str:
+    """``spec`` without its password, for error messages."""
+    from hotset.cachestore.redis_store import redact
+
+    return redact(spec)

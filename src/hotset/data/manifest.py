@@ -6,7 +6,12 @@ maps, traces), so a manifest is only accepted when its ids are exactly
 that the bytes they serve are the bytes the manifest describes.
 
 On disk a manifest is ``manifest.csv`` (header ``id,key,size,label,xxh3``)
-beside ``dataset.json`` (metadata: format, image size, classes, generator).
+beside ``dataset.json`` (metadata: format, image size, classes, generator, and
+``num_samples``). A csv cut short at a row boundary still parses, so the row
+count is written into ``dataset.json`` and checked on load: a truncated copy is
+refused instead of silently training on part of the data. Every way a file can
+be malformed (not UTF-8, NUL bytes, numbers that overflow int64, JSON nested
+too deep) is reported as a :class:`HotsetError` naming the file.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ HEADER = ("id", "key", "size", "label", "xxh3")
 FORMATS = ("png", "jpeg", "npy", "mixed")
 
 _HASH_RE = re.compile(r"^[0-9a-f]{16}$")
+#: the metadata key holding the row count; derived from the rows, so not kept in ``meta``
+NUM_SAMPLES = "num_samples"
+#: ids, sizes and labels are stored as int64
+_INT64_MAX = 2**63 - 1
 
 
 def content_hash(data: bytes) -> str:
@@ -40,12 +49,14 @@ def content_hash(data: bytes) -> str:
 
 
 def check_key(key: str, *, where: str = "") -> None:
-    """A key is a '/'-separated relative path inside the dataset root (no '..', no newline)."""
+    """A key is a '/'-separated relative path inside the dataset root (no '..', no control chars)."""
     prefix = f"{where}: " if where else ""
     if not key:
         raise HotsetError(f"{prefix}empty key")
-    if key.startswith("/") or "\\" in key or "\n" in key or "\r" in key:
+    if key.startswith("/") or "\\" in key:
         raise HotsetError(f"{prefix}bad key {key!r}: must be a relative '/'-separated path")
+    if any(ord(c) < 32 or ord(c) == 127 for c in key):  # NUL, newlines: no file has such a name
+        raise HotsetError(f"{prefix}bad key {key!r}: control characters are not allowed")
     if any(part in ("", ".", "..") for part in key.split("/")):
         raise HotsetError(f"{prefix}bad key {key!r}: no empty, '.' or '..' path parts allowed")
 
@@ -56,7 +67,7 @@ def _check_meta(meta: Any) -> dict[str, Any]:
     fmt = meta.get("format")
     if fmt is not None and fmt not in FORMATS:
         raise HotsetError(f"dataset metadata: format {fmt!r} is not one of {', '.join(FORMATS)}")
-    for field in ("num_classes", "channels"):
+    for field in ("num_classes", "channels", NUM_SAMPLES):
         value = meta.get(field)
         if value is not None and (
             not isinstance(value, int) or isinstance(value, bool) or value < 0
@@ -130,6 +141,13 @@ class Manifest:
         if n == 0:
             raise HotsetError("empty dataset: a manifest needs at least one sample")
         self._meta = _check_meta(meta if meta is not None else {})
+        # The row count is derived from the rows; a recorded one must agree, then is dropped
+        # so that a saved-and-loaded manifest equals the one that was saved.
+        recorded = self._meta.pop(NUM_SAMPLES, None)
+        if recorded is not None and recorded != n:
+            raise HotsetError(
+                f"dataset metadata says {NUM_SAMPLES} is {recorded}, but there are {n} rows"
+            )
 
         unique_ids, counts = np.unique(id_arr, return_counts=True)
         if len(unique_ids) != n:
@@ -140,6 +158,9 @@ class Manifest:
         if (size_arr < 0).any():
             i = int(np.flatnonzero(size_arr < 0)[0])
             raise HotsetError(f"negative size {int(size_arr[i])} for id {int(id_arr[i])}")
+        if int(size_arr.max()) > _INT64_MAX // n and sum(size_arr.tolist()) > _INT64_MAX:
+            # int64 sums would wrap around to a negative total
+            raise HotsetError(f"sizes add up to more than {_INT64_MAX} bytes")
         if (label_arr < -1).any():
             i = int(np.flatnonzero(label_arr < -1)[0])
             raise HotsetError(f"label {int(label_arr[i])} for id {int(id_arr[i])} is below -1")
@@ -246,17 +267,37 @@ class Manifest:
         return buf.getvalue()
 
     def meta_json(self) -> str:
+        """``dataset.json``'s text: the metadata plus ``num_samples`` (checked on load)."""
         try:
-            return json.dumps(self._meta, indent=2, sort_keys=True) + "\n"
+            return (
+                json.dumps({**self._meta, NUM_SAMPLES: len(self)}, indent=2, sort_keys=True) + "\n"
+            )
         except (TypeError, ValueError) as exc:
             raise HotsetError(f"dataset metadata is not JSON-serialisable: {exc}") from None
 
     @classmethod
     def parse(
-        cls, csv_text: str, meta: dict[str, Any] | None = None, *, source: str = "manifest"
+        cls, csv_text: str | bytes, meta: dict[str, Any] | None = None, *, source: str = "manifest"
     ) -> Manifest:
-        """Build from the csv text; errors name ``source``, the line number and the field."""
+        """Build from the csv text; errors name ``source``, the line number and the field.
+
+        ``csv_text`` may be the raw bytes of the file: they must be UTF-8, and
+        anything else is reported as not being a manifest rather than as a
+        decoding traceback. A ``num_samples`` in ``meta`` (what ``dataset.json``
+        records) must equal the number of rows.
+        """
+        if isinstance(csv_text, bytes):
+            csv_text = decode_text(csv_text, source=source, what="a manifest csv")
         rows = csv.reader(io.StringIO(csv_text))
+        try:
+            return cls._parse_rows(rows, meta, source)
+        except csv.Error as exc:  # NUL bytes, fields over the csv module's size limit
+            raise HotsetError(
+                f"{source}: line {rows.line_num}: not a valid csv row: {exc}"
+            ) from None
+
+    @classmethod
+    def _parse_rows(cls, rows: Any, meta: dict[str, Any] | None, source: str) -> Manifest:
         try:
             header = next(rows)
         except StopIteration:
@@ -301,6 +342,7 @@ class Manifest:
             hashes.append(digest)
         if not ids:
             raise HotsetError(f"{source}: empty dataset (header but no rows)")
+        _check_count(len(ids), meta, source)
         why = _dense_error(np.asarray(ids, dtype=np.int64))
         if why is not None:
             raise HotsetError(f"{source}: {why}")
@@ -339,8 +381,8 @@ class Manifest:
             raise HotsetError(f"manifest {str(csv_path)!r} is not a file")
         meta: dict[str, Any] = {}
         if json_path.is_file():
-            meta = parse_meta(json_path.read_text(encoding="utf-8"), source=str(json_path))
-        return cls.parse(csv_path.read_text(encoding="utf-8"), meta, source=str(csv_path))
+            meta = parse_meta(_read(json_path), source=str(json_path))
+        return cls.parse(_read(csv_path), meta, source=str(csv_path))
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write ``dataset.json`` then the csv, each atomically; returns the csv path.
@@ -355,10 +397,57 @@ class Manifest:
         return csv_path
 
 
-def parse_meta(text: str, *, source: str = DATASET_JSON) -> dict[str, Any]:
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise HotsetError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+
+
+def decode_text(data: bytes, *, source: str, what: str) -> str:
+    """``data`` as UTF-8, or a HotsetError saying the file is not ``what`` (binary garbage)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HotsetError(
+            f"{source}: not {what}: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+            "is not UTF-8 text"
+        ) from None
+
+
+def _check_count(rows: int, meta: dict[str, Any] | None, source: str) -> None:
+    """Refuse a csv with fewer (or more) rows than ``dataset.json`` recorded.
+
+    A copy cut at a row boundary is valid csv, so only the recorded count can
+    tell it from a smaller dataset. Datasets written before ``num_samples``
+    existed are checked against the synthetic generator's ``synth.n`` instead.
+    """
+    if not meta:
+        return
+    recorded = meta.get(NUM_SAMPLES)
+    field = NUM_SAMPLES
+    if recorded is None:
+        synth = meta.get("synth")
+        recorded = synth.get("n") if isinstance(synth, dict) else None
+        field = "synth.n"
+        if isinstance(recorded, bool) or not isinstance(recorded, int):
+            return
+    if recorded != rows:
+        raise HotsetError(
+            f"{source}: has {rows} rows but {DATASET_JSON} says {field} is {recorded}: "
+            "the manifest is truncated or does not belong to this dataset"
+        )
+
+
+def parse_meta(text: str | bytes, *, source: str = DATASET_JSON) -> dict[str, Any]:
+    """Parse ``dataset.json``; any malformed input is a HotsetError naming ``source``."""
+    if isinstance(text, bytes):
+        text = decode_text(text, source=source, what="a JSON metadata file")
     try:
         meta = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except RecursionError:
+        raise HotsetError(f"{source}: not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, and ints too long to convert
         raise HotsetError(f"{source}: not valid JSON: {exc}") from None
     try:
         return _check_meta(meta)
@@ -370,7 +459,9 @@ def _parse_int(text: str, where: str, field: str, *, minimum: int) -> int:
     try:
         value = int(text.strip())
     except ValueError:
-        raise HotsetError(f"{where}: field {field}: {text!r} is not an integer") from None
+        raise HotsetError(f"{where}: field {field}: {text[:40]!r} is not an integer") from None
+    if value > _INT64_MAX:
+        raise HotsetError(f"{where}: field {field}: {value} does not fit in 64 bits")
     if value < minimum:
         raise HotsetError(f"{where}: field {field}: {value} is below {minimum}")
     return value

@@ -15,6 +15,8 @@ e.g. a sampler's dataset size, else the number of distinct ids in the trace).
 from __future__ import annotations
 
 import math
+import tokenize
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -64,8 +66,9 @@ def _read_int_lines(path: Path, what: str) -> npt.NDArray[np.int64]:
 def _load_npy(path: Path, what: str) -> npt.NDArray[np.int64]:
     try:
         arr = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise HotsetError(f"cannot read {what} {path}: {exc}") from exc
+    # a truncated, zip-looking or broken-header file fails in these too, not only OSError
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, tokenize.TokenError) as exc:
+        raise HotsetError(f"cannot read {what} {path}: {exc!s:.200}") from exc
     if not isinstance(arr, np.ndarray):
         raise HotsetError(f"{what} {path} holds several arrays; expected one 1-D array")
     if arr.ndim != 1:

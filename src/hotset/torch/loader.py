@@ -49,6 +49,7 @@ import contextlib
 import dataclasses
 import math
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -72,7 +73,8 @@ from hotset.torch.prefetch import UnitPrefetcher
 from hotset.torch.readahead import ReadAhead
 from hotset.torch.report import EpochStats
 from hotset.torch.sequencer import Sequencer
-from hotset.units import parse_bytes
+from hotset.torch.workers import WorkerInit
+from hotset.units import parse_budget, parse_bytes
 
 STATE_VERSION = 1
 _EMBEDDED = ("memory", "shm")
@@ -82,8 +84,35 @@ DEFAULT_READAHEAD_BYTES = 64 * 2**20
 
 def _check_int(name: str, value: object, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise HotsetError(f"{name} must be an integer >= {low}, got {value!r}")
+        raise HotsetError(f"{name} must be an integer >= {low}, got {value!r:.80}")
     return int(value)
+
+
+def _check_bool(name: str, value: object) -> bool:
+    """Only True/False: ``verify="no"`` is truthy and would silently mean the opposite."""
+    if not isinstance(value, bool | np.bool_):
+        raise HotsetError(f"{name} must be True or False, got {value!r:.80}")
+    return bool(value)
+
+
+def _check_optional_str(name: str, value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise HotsetError(f"{name} must be a string or None, got {value!r:.80}")
+    return value
+
+
+def _check_timeout(value: object) -> float:
+    """A finite number of seconds >= 0 (0: wait forever), checked before torch sees it."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float | np.integer | np.floating)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise HotsetError(
+            f"timeout must be a finite number of seconds >= 0 (0 waits forever), got {value!r:.80}"
+        )
+    return float(value)
 
 
 def _dist_rank_world() -> tuple[int, int]:
@@ -193,11 +222,50 @@ class HotsetLoader:
             raise HotsetError(
                 f"data must be a HotsetDataset (hotset.open_dataset(...)), got {data!r:.80}"
             )
+        # Every option is type-checked here, by name: a wrong type would otherwise surface
+        # as a torch/numpy traceback, or (verify="no" being truthy) silently mean the opposite.
+        if not isinstance(system, str):
+            raise HotsetError(f"system must be a system name (a string), got {system!r:.80}")
         get_spec(system)  # unknown name -> HotsetError listing the known ones
         batch_size = _check_int("batch_size", batch_size, 1)
         num_workers = _check_int("num_workers", num_workers, 0)
         io_threads = _check_int("io_threads", io_threads, 1)
         seed = _check_int("seed", seed, 0)
+        pin_memory = _check_bool("pin_memory", pin_memory)
+        persistent_workers = _check_bool("persistent_workers", persistent_workers)
+        drop_last = _check_bool("drop_last", drop_last)
+        verify = _check_bool("verify", verify)
+        progress = _check_bool("progress", progress)
+        timeout = _check_timeout(timeout)
+        namespace = _check_optional_str("namespace", namespace)
+        if not isinstance(check_store, str):
+            raise HotsetError(f"check_store must be a string, got {check_store!r:.80}")
+        if system_options is not None and not isinstance(system_options, Mapping):
+            raise HotsetError(
+                f"system_options must be a mapping of option names to values, "
+                f"got {system_options!r:.80}"
+            )
+        if system_options is not None and not all(isinstance(k, str) for k in system_options):
+            raise HotsetError(f"system_options keys must be strings, got {system_options!r:.80}")
+        if worker_init_fn is not None and not callable(worker_init_fn):
+            raise HotsetError(
+                f"worker_init_fn must be callable or None, got {worker_init_fn!r:.80}"
+            )
+        if multiprocessing_context is not None:
+            import multiprocessing
+
+            methods = multiprocessing.get_all_start_methods()
+            if isinstance(multiprocessing_context, str):
+                if multiprocessing_context not in methods:
+                    raise HotsetError(
+                        f"multiprocessing_context must be one of {', '.join(methods)}, "
+                        f"got {multiprocessing_context!r:.80}"
+                    )
+            elif not isinstance(multiprocessing_context, multiprocessing.context.BaseContext):
+                raise HotsetError(
+                    "multiprocessing_context must be a start method name or a context, "
+                    f"got {multiprocessing_context!r:.80}"
+                )
         if num_workers == 0:
             if prefetch_factor is not None:
                 raise HotsetError("prefetch_factor needs num_workers > 0")
@@ -297,6 +365,8 @@ class HotsetLoader:
             self._fetcher.reader.read_checked, sizes, budget_bytes=ra_budget, threads=io_threads
         )
         self._prefetcher = UnitPrefetcher(self._fetcher.reader.read_unit, threads=io_threads)
+        #: workers die with the main process (see hotset.torch.workers), then the user's init
+        self._worker_init = WorkerInit(worker_init_fn)
         self._dataloader: DataLoader[Any] | None = DataLoader(
             self._fetcher,
             batch_size=None,
@@ -308,7 +378,7 @@ class HotsetLoader:
             prefetch_factor=prefetch_factor,
             timeout=timeout,
             multiprocessing_context=multiprocessing_context,
-            worker_init_fn=worker_init_fn,
+            worker_init_fn=self._worker_init,
         )
         # epoch state
         self._status = "idle"  # idle | running | finished
@@ -328,12 +398,16 @@ class HotsetLoader:
     def _resolve_cache(
         cache: str | int | float | None, cache_bytes: int | str | None, total: int
     ) -> tuple[str, int]:
-        """(backend spec, capacity in bytes) from the user's ``cache`` / ``cache_bytes``."""
+        """(backend spec, capacity in bytes) from the user's ``cache`` / ``cache_bytes``.
+
+        A budget is an int or a string of bytes (``"2gb"``), a float fraction in
+        (0, 1] or a percentage (``"20%"``) of ``total``; a float outside (0, 1]
+        is an error (see :func:`hotset.units.parse_budget`).
+        """
 
         def amount(value: int | float | str, name: str) -> int:
-            if isinstance(value, float) and 0 < value <= 1:
-                return math.floor(value * total)  # a fraction of the dataset's bytes
-            return parse_bytes(value, name=name)
+            # int: bytes; "2gb": bytes; float in (0, 1] or "20%": a share of the dataset's bytes
+            return parse_budget(value, total=total, name=name)
 
         if isinstance(cache, str) and ("://" in cache or cache.strip().lower() in _EMBEDDED):
             if cache_bytes is None:
@@ -354,10 +428,37 @@ class HotsetLoader:
         self._epoch_set = True
 
     def __len__(self) -> int:
+        """Batches the current epoch yields, or the next one will, on this rank.
+
+        Before an epoch the count is predicted from how the system's sampler
+        shards: ranks get ``ceil(n / world_size)`` ids (padded by wrapping, as
+        torch's DistributedSampler does), or ``n // world_size`` when the sampler
+        drops the remainder; a recorded trace has its own length per epoch. The
+        last partial batch counts unless ``drop_last``.
+        """
         if self._status == "running":
             return self._planner.n_batches
-        n = len(self.data.manifest) // self.world_size
-        return -(-n // self.batch_size)
+        from hotset.samplers.pads import PADSSampler
+        from hotset.samplers.shard import shard_len
+        from hotset.samplers.trace import TraceSampler
+
+        sampler = self.system.sampler
+        n = len(self.data.manifest)
+        # "finished" closes at the next iter(), which then runs set_epoch's or the next one
+        epoch = (
+            self._next_epoch
+            if self._status == "idle" or self._epoch_set
+            else self._planner.epoch + 1
+        )
+        if isinstance(sampler, TraceSampler) and 0 <= epoch < len(sampler.epochs):
+            ids = len(sampler.epochs[epoch])
+        elif isinstance(sampler, PADSSampler):
+            ids = sampler.per_rank_length(self.world_size)
+        else:
+            drop = bool(getattr(sampler, "drop_last", False))
+            ids = shard_len(n, self.world_size, drop_last=drop)
+        full, rest = divmod(ids, self.batch_size)
+        return full + (1 if rest and not self._planner.drop_last else 0)
 
     def __iter__(self) -> Iterator[tuple[Any, Any, Any, Any]]:
         if self._dataloader is None:
@@ -491,6 +592,7 @@ class HotsetLoader:
         assert stats is not None and self._dataloader is not None
         # Before iter(): with workers it already plans (and prefetches) the first batches.
         stats.baseline(self._readahead.counts, self._prefetcher.counts)
+        self._worker_init.from_main_thread = threading.current_thread() is threading.main_thread()
         it = iter(self._dataloader)
         # Only now: workers are forked by iter(), and no read-ahead thread may run then.
         planner = self._planner
