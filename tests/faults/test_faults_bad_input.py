@@ -254,3 +254,13 @@ def test_len_before_the_epoch_matches_the_epoch(
             batches = sum(1 for _ in loader)
             assert batches == before == len(loader)
             assert len(loader) == before  # finished epoch: the next one has as many
+
+
+def test_a_binary_manifest_behind_a_url_is_not_a_manifest() -> None:
+    import fsspec
+
+    from hotset.data import open_dataset as open_manifest
+
+    fsspec.filesystem("memory").pipe("/garbage-ds/manifest.csv", b"\x80\x81\xfe\xff not text")
+    with pytest.raises(HotsetError, match=r"memory://garbage-ds/manifest.csv: not a manifest csv"):
+        open_manifest("memory://garbage-ds")

@@ -50,14 +50,11 @@ def open_dataset(dir_or_url: str | os.PathLike[str]) -> tuple[Manifest, Store]:
         store = opener(text)
         meta = {}
         if store.exists(DATASET_JSON):
-            meta = parse_meta(
-                store.read(DATASET_JSON).decode("utf-8"), source=f"{text}/{DATASET_JSON}"
-            )
+            # raw bytes: a file that is not UTF-8 is reported as not being metadata
+            meta = parse_meta(store.read(DATASET_JSON), source=f"{text}/{DATASET_JSON}")
         if not store.exists(MANIFEST_CSV):
             raise HotsetError(f"no manifest at {text!r}: expected {MANIFEST_CSV}")
-        manifest = Manifest.parse(
-            store.read(MANIFEST_CSV).decode("utf-8"), meta, source=f"{text}/{MANIFEST_CSV}"
-        )
+        manifest = Manifest.parse(store.read(MANIFEST_CSV), meta, source=f"{text}/{MANIFEST_CSV}")
         store.reset_stats()
         return manifest, store
     path = Path(text.removeprefix("file://"))
