@@ -16,7 +16,6 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,8 @@ import pytest
 import hotset
 from hotset.data import SynthConfig, make_synth
 from hotset.errors import StorageError
-from hotset.storage import LocalStore, RetryingStore, Store, StoreStats
+from hotset.storage import LocalStore, RetryingStore, Store
+from store_support import FaultyStore
 
 N = 2000
 
@@ -36,7 +36,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-class FlakyStore:
+class FlakyStore(FaultyStore):
     """A store over real files whose reads fail with probability ``p`` (seeded, per process).
 
     Each process draws from ``Random((seed, pid))`` so forked workers fail on
@@ -46,7 +46,7 @@ class FlakyStore:
     def __init__(
         self, inner: Store, *, p: float, seed: int, log: Path, error: type[OSError] = OSError
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.p = p
         self.error = error
         self.seed = seed
@@ -54,9 +54,8 @@ class FlakyStore:
         self.bad = ""  # a key whose reads fail for good (see the permanent-error test)
         self._pid = -1
         self._rng = random.Random()
-        self._lock = threading.Lock()
 
-    def _maybe_fail(self, key: str) -> None:
+    def _before(self, key: str) -> None:
         with self._lock:
             if self._pid != os.getpid():
                 self._pid = os.getpid()
@@ -67,42 +66,13 @@ class FlakyStore:
                 fh.write(f"{os.getpid()} {key}\n")
             raise self.error(errno.EIO, "injected transient I/O error", key)
 
-    def read(self, key: str) -> bytes:
-        self._maybe_fail(key)
-        return self.inner.read(key)
-
-    def read_many(self, keys: Sequence[str]) -> list[bytes]:
-        for key in keys:
-            self._maybe_fail(key)
-        return self.inner.read_many(keys)
-
     def size(self, key: str) -> int:
-        return self.inner.size(key)
-
-    def exists(self, key: str) -> bool:
-        return self.inner.exists(key)
-
-    def write(self, key: str, data: bytes) -> None:
-        self.inner.write(key, data)
-
-    def list_keys(self) -> Iterable[str]:
-        return self.inner.list_keys()
-
-    def stats(self) -> StoreStats:
-        return self.inner.stats()
-
-    def reset_stats(self) -> None:
-        self.inner.reset_stats()
-
-    def __getstate__(self) -> dict[str, object]:
-        keep = ("inner", "p", "seed", "log", "error", "bad")
-        return {name: self.__dict__[name] for name in keep}
+        return self.inner.size(key)  # metadata never fails here: only reads are faulty
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self._pid = -1
+        super().__setstate__(state)
+        self._pid = -1  # a new process draws its own faults
         self._rng = random.Random()
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"FlakyStore({self.inner!r}, p={self.p})"

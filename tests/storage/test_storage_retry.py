@@ -13,7 +13,7 @@ import pickle
 import random
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 
 import hotset
 from hotset.errors import HotsetError, StorageError
-from hotset.storage import LocalStore, RetryingStore, Store, StoreStats
+from hotset.storage import LocalStore, RetryingStore, Store
 from hotset.storage.retry import is_transient
+from store_support import FaultyStore
 
 KEYS = [f"d/{i:03d}.bin" for i in range(12)]
 
@@ -41,56 +42,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-class _Wrapper:
-    """Delegates the Store protocol to ``inner``; subclasses decide when to fail first."""
-
-    def __init__(self, inner: Store) -> None:
-        self.inner = inner
-        self.faults = 0
-        self._lock = threading.Lock()
-
-    def _before(self, key: str) -> None:
-        """Raise here to fail this request before it reaches the inner store."""
-
-    def read(self, key: str) -> bytes:
-        self._before(key)
-        return self.inner.read(key)
-
-    def read_many(self, keys: Sequence[str]) -> list[bytes]:
-        for key in keys:
-            self._before(key)
-        return self.inner.read_many(keys)
-
-    def size(self, key: str) -> int:
-        self._before(key)
-        return self.inner.size(key)
-
-    def exists(self, key: str) -> bool:
-        return self.inner.exists(key)
-
-    def write(self, key: str, data: bytes) -> None:
-        self.inner.write(key, data)
-
-    def list_keys(self) -> Iterable[str]:
-        return self.inner.list_keys()
-
-    def stats(self) -> StoreStats:
-        return self.inner.stats()
-
-    def reset_stats(self) -> None:
-        self.inner.reset_stats()
-
-    def __getstate__(self) -> dict[str, object]:
-        state = dict(self.__dict__)
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
-
-
-class ScriptedStore(_Wrapper):
+class ScriptedStore(FaultyStore):
     """Raises the scripted exceptions for a key, in order, then reads normally."""
 
     def __init__(self, inner: Store, script: Mapping[str, Sequence[BaseException]]) -> None:
@@ -112,7 +64,7 @@ class ScriptedStore(_Wrapper):
         return f"ScriptedStore({self.inner!r})"
 
 
-class FlakyStore(_Wrapper):
+class FlakyStore(FaultyStore):
     """Fails each request with probability ``p`` (an OSError), on a seeded schedule."""
 
     def __init__(self, inner: Store, *, p: float, seed: int) -> None:
@@ -129,7 +81,7 @@ class FlakyStore(_Wrapper):
             raise OSError(errno.EIO, "injected I/O error", key)
 
 
-class HangingStore(_Wrapper):
+class HangingStore(FaultyStore):
     """The first ``hangs`` reads block until ``release`` is set (a read that never answers)."""
 
     def __init__(self, inner: Store, *, hangs: int) -> None:
