@@ -270,6 +270,12 @@ class RedisCache:
     ``socket_timeout`` / ``socket_connect_timeout`` bound how long one call may
     wait for a reply / a connection before it raises :class:`CacheUnavailable`;
     left out, they come from the URL's query, else the module defaults.
+
+    ``verify`` re-hashes every entry served (and put) and raises
+    :class:`~hotset.errors.IntegrityError` on bytes that do not match their key:
+    another client of the namespace may have written them. The loader opens its
+    cache without it and checks hits itself (:mod:`hotset.torch.fetch`), so that
+    a bad entry is dropped and re-read instead of failing a whole ``get_many``.
     """
 
     def __init__(

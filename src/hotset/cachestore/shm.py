@@ -47,7 +47,10 @@ take no lock: each slot carries a sequence counter that a writer makes odd
 before touching the slot or its bytes and even afterwards, and a reader copies
 the bytes and retries if the counter moved (a seqlock). With ``verify=True``
 every get also re-hashes the bytes and raises
-:class:`~hotset.errors.IntegrityError` on a mismatch.
+:class:`~hotset.errors.IntegrityError` on a mismatch (any handle on the segment
+can write it, with or without ``verify``). The loader opens its cache without
+``verify`` and checks hits itself (:mod:`hotset.torch.fetch`), so that a bad
+entry is dropped and re-read instead of failing a whole ``get_many``.
 
 Reads, cost. ``get_many`` makes one pass over the batch: each key is validated
 once, its hash compared as an integer with the one in its slot (hashing the

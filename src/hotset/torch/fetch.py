@@ -40,8 +40,27 @@ clears the cache and puts again (every id the policy holds becomes a rebuild
 read). Without the flag a refused put is a policy bug and is raised.
 
 Every storage read is checked against the manifest's size (always) and xxh3
-(``verify=True``); with ``verify`` the cache re-hashes what it serves too. A
-hit or substitution that names a unit is cut from that unit, cached whole
+(``verify``, on by default; :mod:`hotset.torch.reads`): a file that does not
+match is an :class:`~hotset.errors.IntegrityError` naming its key and id. With
+``verify`` every entry the cache serves is re-hashed here too, against the hash
+its key carries (the manifest's, or the layout's for a unit), because a shared
+cache is written by more than this loader: another client of the same Redis
+namespace, or a handle on the same shared-memory segment, may have stored other
+bytes under the right key. Such an entry is never delivered. It is treated as
+a lost one -- read from storage as a rebuild read, deleted in this batch's
+write turn and put back -- and counted (``integrity_errors``), so a poisoned
+cache costs reads, not training. The check is done here rather than in the
+store so that one bad entry is repaired instead of failing the whole
+``get_many`` (a store opened with ``verify`` raises instead).
+
+A :class:`~hotset.errors.HotsetError` met while fetching a batch is returned
+in place of the batch (after the write turn is taken, so later batches do not
+wait on this one) and raised again by the loader in the main process: torch
+would otherwise wrap it in a message of its own ("Caught HotsetError in
+DataLoader worker process 0. Original Traceback ...") and the user would read
+the error's name twice and its message buried in a traceback.
+
+A hit or substitution that names a unit is cut from that unit, cached whole
 under cache id ``n + unit`` (:meth:`BatchFetcher.key_of`).
 """
 
@@ -55,6 +74,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import xxhash
 
 from hotset.cachestore.base import CacheKey, CacheStore
 from hotset.cachestore.redis_store import CacheUnavailable
@@ -161,6 +181,8 @@ class BatchFetcher(_TorchDataset):
         self.sequencer = sequencer
         self.decode = decode
         self.transform = transform
+        #: re-hash what the cache serves (and, in the reader, what storage returns)
+        self.verify = verify
         self.reader = StoreReader(
             store=store,
             keys=self.keys,
@@ -189,7 +211,21 @@ class BatchFetcher(_TorchDataset):
         assert self.layout is not None
         return self.layout.split(unit, data)
 
-    def __getitem__(self, plan: BatchPlan) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+    def __getitem__(
+        self, plan: BatchPlan
+    ) -> tuple[Any, Any, Any, Any, dict[str, Any]] | HotsetError:
+        """The batch of ``plan``, or the :class:`HotsetError` that stopped it (see the module).
+
+        Returned, not raised: torch re-raises a worker's exception inside a message
+        of its own; the loader raises this one as it is (:meth:`HotsetLoader._run`).
+        :meth:`_move_bytes` has taken the batch's write turn by then, error or not.
+        """
+        try:
+            return self._fetch(plan)
+        except HotsetError as exc:
+            return exc
+
+    def _fetch(self, plan: BatchPlan) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         if not isinstance(plan, BatchPlan):
             raise HotsetError(f"the loader's dataset takes BatchPlans, got {type(plan).__name__}")
         start = time.perf_counter()
@@ -239,12 +275,15 @@ class BatchFetcher(_TorchDataset):
         cached, cached_units = self._cached(plan, singles, unit_ids, blobs)
         rebuild_ids: list[int] = []
         rebuild_units: list[int] = []
+        #: cache entries that did not hash to their key: dropped in the write turn
+        poisoned: list[CacheKey] = []
         degraded_ids: list[int] = []
         degraded_units: list[int] = []
         unit_bytes = rebuild_unit_bytes = degraded_unit_bytes = 0
         wait_s = 0.0
         turn = _CacheTurn(self.cache is not None and self.backoff.usable())
         error: BaseException | None = None
+        keys: list[CacheKey] = []
         try:
             reads = self.reader.start(to_read, blobs)
             got: list[bytes | None] | None = None
@@ -259,6 +298,8 @@ class BatchFetcher(_TorchDataset):
             if got is None and self.cache is not None:
                 degraded_ids, degraded_units = cached, cached_units  # the cache failed
             elif got is not None:
+                if self.verify:
+                    got = self._drop_poisoned(keys, got, poisoned)
                 for sid, data in zip(cached, got, strict=False):
                     if data is None:
                         rebuild_ids.append(sid)
@@ -294,7 +335,7 @@ class BatchFetcher(_TorchDataset):
         except BaseException as exc:  # still take the write turn, or later batches would stall
             error = exc
         t = time.perf_counter()
-        self._write(plan, blobs, unit_raw, rebuild_ids, rebuild_units, turn)
+        self._write(plan, blobs, unit_raw, rebuild_ids, rebuild_units, poisoned, turn)
         wait_s += time.perf_counter() - t
         if error is not None:
             raise error
@@ -309,6 +350,7 @@ class BatchFetcher(_TorchDataset):
             "degraded_reads": len(degraded_ids) + len(degraded_units),
             "degraded_bytes": sum([sizes[s] for s in degraded_ids]) + degraded_unit_bytes,
             "cache_errors": turn.errors,
+            "integrity_errors": len(poisoned),
             "cache_reads": len(cached)
             + len(cached_units)
             - len(rebuild_ids)
@@ -318,6 +360,26 @@ class BatchFetcher(_TorchDataset):
             "wait_seconds": wait_s,
         }
         return blobs, info
+
+    @staticmethod
+    def _drop_poisoned(
+        keys: list[CacheKey], got: list[bytes | None], poisoned: list[CacheKey]
+    ) -> list[bytes | None]:
+        """``got`` with every entry that does not hash to its key's hash made a miss.
+
+        The misses become rebuild reads; ``poisoned`` collects their keys, deleted
+        in the write turn before the rebuilt bytes are put back (a store skips a put
+        whose key it already holds, so the bad bytes would otherwise stay).
+        """
+        hexdigest = xxhash.xxh3_64_hexdigest
+        out = got
+        for i, (key, data) in enumerate(zip(keys, got, strict=True)):
+            if data is not None and hexdigest(data) != key.content_hash:
+                if out is got:
+                    out = list(got)
+                out[i] = None
+                poisoned.append(key)
+        return out
 
     def _cache_call(self, turn: _CacheTurn, call: Callable[[Any], Any], arg: Any) -> Any:
         """``call(arg)``, or ``None`` when the cache's backend fails (then back off).
@@ -371,6 +433,7 @@ class BatchFetcher(_TorchDataset):
         unit_raw: dict[int, bytes],
         rebuild: list[int],
         rebuild_units: list[int],
+        poisoned: list[CacheKey],
         turn: _CacheTurn,
     ) -> None:
         cache = self.cache
@@ -399,6 +462,8 @@ class BatchFetcher(_TorchDataset):
                 if u in unit_raw and n + u not in gone
             ]
         delete_keys = [self.key_of(s) for s in deletes]
+        if poisoned:  # dropped first, so that the rebuilt bytes can take their place
+            delete_keys = list(dict.fromkeys([*poisoned, *delete_keys]))
         backoff = self.backoff
         with self.sequencer.writing(plan.seq, generation=plan.generation):
             # Inside the turn nothing may escape but a real error: the turn must be

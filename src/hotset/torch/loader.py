@@ -203,7 +203,7 @@ class HotsetLoader:
         io_threads: int = 8,
         readahead_bytes: int | str | None = None,
         drop_last: bool = False,
-        verify: bool = False,
+        verify: bool = True,
         rank: int | None = None,
         world_size: int | None = None,
         system_options: Mapping[str, Any] | None = None,
@@ -339,7 +339,10 @@ class HotsetLoader:
                 namespace=ns,
                 # one slot per sample, then one per read unit (cached whole under id n + u)
                 n_slots=n + (0 if data.layout is None else data.layout.n_chunks),
-                verify=verify,
+                # The fetcher re-hashes what the cache serves itself (with ``verify``), so
+                # that a poisoned entry is dropped and re-read instead of failing the
+                # batch; the store's own check would only raise, and hash puts again.
+                verify=False,
             )
             self.cache.clear()  # a fresh policy holds nothing; so must the cache
         self._sequencer = Sequencer(context=multiprocessing_context)
@@ -623,6 +626,10 @@ class HotsetLoader:
                 except StopIteration:
                     break
                 stall = time.perf_counter() - t0
+                if isinstance(batch, HotsetError):
+                    # returned by the fetcher, not raised (see hotset.torch.fetch): the
+                    # user sees the error itself, not torch's wrapper around its traceback
+                    raise batch
                 x, y, ids, w, info = batch
                 stats.add(info, stall)
                 stats.absorb(self._readahead.counts, self._prefetcher.counts)
@@ -744,6 +751,15 @@ def loader(
     ``persistent_workers``, ``prefetch_factor``, ``io_threads``,
     ``readahead_bytes``, ``verify``,
     ``system_options``, ``progress``, ``check_store``, ``rank``/``world_size``).
+
+    ``verify`` (on by default) checks every sample against the manifest's xxh3
+    before it reaches training: a file read from storage that does not match is
+    an :class:`~hotset.errors.IntegrityError` naming its key and id; a cache entry
+    that does not match (another client wrote other bytes under its key) is
+    dropped and read from storage instead, counted as ``integrity_errors`` in
+    :meth:`HotsetLoader.report`. It costs one xxh3 per sample, about 0.1 us on
+    small files and 1.7 us on a 100 kB one (see :mod:`hotset.torch.reads`);
+    ``verify=False`` opts out.
     """
     if not isinstance(data, HotsetDataset):
         data = open_dataset(data)

@@ -12,7 +12,20 @@ again. Any other store (remote, or a throttled model of one) is always read on
 the threads. Whole units (chunks) are one request each, always on the threads.
 
 Every read is checked against the manifest's size (always) and xxh3 (with
-``verify``); a unit against the layout's size and hash.
+``verify``, the loader's default); a unit against the layout's size and hash.
+A file whose bytes do not match is an :class:`~hotset.errors.IntegrityError`
+naming its key and id: unlike a poisoned cache entry (see
+:mod:`hotset.torch.fetch`) there is no better copy to fall back on, so it is a
+real data problem and training stops.
+
+Cost of ``verify``, measured (``hotset.bench.overhead.loader_rows``, 2 cores):
+xxh3 plus the compare takes about 0.1 us per sample on the bench's ~780-byte
+files (93 ns timed directly, 45 of them the loop itself) and about 1.7 us on a
+100 kB file; each sample is hashed once, whether it came from storage or the
+cache. That is below the bench's noise: over 14 interleaved runs each, the
+lru loader's median went from 37.4 to 36.8 us per sample and the cache-free
+one's from 21.4 to 21.2 us (run to run they spread over 5 us). The size is
+checked first, for free, and only bytes that fail pay for a message.
 """
 
 from __future__ import annotations
@@ -24,11 +37,15 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import xxhash
+
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError, IntegrityError
 from hotset.storage.base import Store
 from hotset.storage.local import LocalStore
 
+#: xxh3-64 as 16 lowercase hex digits: the manifest's ``xxh3`` column and a cache key's hash
+xxh3_hex = xxhash.xxh3_64_hexdigest
 #: ids read by one thread, and the future of their bytes (in the same order)
 _Reads = tuple[list[int], Future[list[bytes]]]
 #: a local store whose reads take longer than this on average (a network mount, a
@@ -92,12 +109,18 @@ class StoreReader:
     def read_checked(self, sid: int) -> bytes:
         """One storage read of ``sid``, checked against the manifest (read-ahead uses it too)."""
         data = self.store.read(self.keys[sid])
-        if self.verify or len(data) != self._size_list[sid]:
+        if len(data) != self._size_list[sid] or (
+            self.verify and xxh3_hex(data) != self.hashes[sid]
+        ):
             self._check(sid, data)
         return data
 
     def _check(self, sid: int, data: bytes) -> None:
-        """Raise unless ``data`` has the manifest's size (and, with ``verify``, its hash)."""
+        """Raise unless ``data`` has the manifest's size (and, with ``verify``, its hash).
+
+        The hot loops test size and hash inline and call this only for bytes that
+        fail, so the message is built (and the hash taken twice) only on the error path.
+        """
         where = f"{self.keys[sid]!r} (id {sid})"
         self._check_bytes(where, data, self._size_list[sid], self.hashes[sid], "the manifest")
 
@@ -119,9 +142,7 @@ class StoreReader:
                 f"{where}: the store returned {len(data)} bytes, {source} says {size}"
             )
         if self.verify:
-            from hotset.data.manifest import content_hash
-
-            got = content_hash(data)
+            got = xxh3_hex(data)
             if got != digest:
                 raise IntegrityError(f"{where}: stored bytes hash to {got}, {source} says {digest}")
 
@@ -146,10 +167,11 @@ class StoreReader:
 
     def _read_chunk(self, sids: list[int]) -> list[bytes]:
         read, keys, sizes, verify = self.store.read, self.keys, self._size_list, self.verify
+        hashes = self.hashes
         out: list[bytes] = []
         for sid in sids:
             data = read(keys[sid])
-            if verify or len(data) != sizes[sid]:
+            if len(data) != sizes[sid] or (verify and xxh3_hex(data) != hashes[sid]):
                 self._check(sid, data)
             out.append(data)
         return out
@@ -157,13 +179,14 @@ class StoreReader:
     def _read_inline(self, sids: list[int], blobs: dict[int, bytes]) -> int:
         """Read ``sids`` in order, in this thread, until the reads prove slow; how many were read."""
         read, keys, sizes, verify = self.store.read, self.keys, self._size_list, self.verify
+        hashes = self.hashes
         recent = self._recent
         clock = time.perf_counter
         done = 0
         t = clock()
         for sid in sids:
             data = read(keys[sid])
-            if verify or len(data) != sizes[sid]:
+            if len(data) != sizes[sid] or (verify and xxh3_hex(data) != hashes[sid]):
                 self._check(sid, data)
             blobs[sid] = data
             now = clock()

@@ -7,7 +7,10 @@ so a loader row can be read next to a simulator row. Rebuild reads (an id the
 policy holds but the cache lost) are counted apart, and so are degraded reads
 (a cached id read from storage because the cache failed or was backing off;
 ``cache_errors`` counts the cache calls that failed): a run that survived a
-cache outage says so instead of passing for a cold cache.
+cache outage says so instead of passing for a cold cache. ``integrity_errors``
+counts cache entries that did not hash to their key (bytes another writer put
+there): each was dropped and read again from storage (a rebuild read), so a
+poisoned cache shows up here rather than in what training received.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ _IO_COUNTERS = (
     "degraded_reads",
     "degraded_bytes",
     "cache_errors",
+    "integrity_errors",
 )
 _COUNTERS = ("batches", *_OUTCOME_COUNTERS, *_IO_COUNTERS)
 #: counted from the read-ahead and the unit prefetcher, not from the workers' batch info
