@@ -164,6 +164,14 @@ class CacheStore(Protocol):
 
     def clear(self) -> None: ...
 
+    def drop(self) -> None:
+        """Remove every trace of this cache's namespace, bookkeeping included.
+
+        For a namespace private to one job, at its end: a shared server must not
+        collect one abandoned namespace per run.
+        """
+        ...
+
     def close(self) -> None: ...
 
     def stats(self) -> CacheStats: ...

@@ -647,6 +647,12 @@ class RedisCache:
             self._client.set(self._counter, 0)
         self._stale = False
 
+    def drop(self) -> None:
+        """:meth:`clear`, then delete the namespace's byte counter too: nothing is left."""
+        self.clear()
+        with self._talking():
+            self._client.delete(self._counter)
+
     def _unlink(self, rkeys: list[bytes]) -> None:
         if rkeys:
             pipe = self._pipeline()

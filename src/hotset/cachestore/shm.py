@@ -716,6 +716,10 @@ class SharedMemoryCache:
             header[_H_USED] = 0
             header[_H_LIVE] = 0
 
+    def drop(self) -> None:
+        """Empty the cache; the segment itself goes when its owner closes it."""
+        self.clear()
+
     def close(self) -> None:
         """Detach; the owning process also unlinks the segment. Safe to call twice."""
         seg = self._seg

@@ -329,10 +329,13 @@ class HotsetLoader:
         self.capacity_bytes = capacity if caching else 0
         self.progress = progress
         self.cache: CacheStore | None = None
+        self._private_namespace = False
         if caching:
             from hotset.cachestore.registry import open_cache
 
             ns = namespace or f"hotset-{secrets.token_hex(6)}-r{rank}"
+            #: a namespace made up for this loader is removed when it closes
+            self._private_namespace = namespace is None
             self.cache = open_cache(
                 spec,
                 capacity_bytes=capacity,
@@ -531,6 +534,11 @@ class HotsetLoader:
         self._dataloader = None  # persistent workers shut down with their iterator
         self._fetcher.close()
         if self.cache is not None:
+            if self._private_namespace:
+                # best effort: a server that is down keeps the keys (hotset cache gc is
+                # for shared memory; Redis namespaces end with their server's life)
+                with contextlib.suppress(Exception):
+                    self.cache.drop()
             with contextlib.suppress(Exception):
                 self.cache.close()
 
