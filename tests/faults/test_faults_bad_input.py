@@ -264,3 +264,11 @@ def test_a_binary_manifest_behind_a_url_is_not_a_manifest() -> None:
     fsspec.filesystem("memory").pipe("/garbage-ds/manifest.csv", b"\x80\x81\xfe\xff not text")
     with pytest.raises(HotsetError, match=r"memory://garbage-ds/manifest.csv: not a manifest csv"):
         open_manifest("memory://garbage-ds")
+
+
+@pytest.mark.parametrize("node", ["h:²", "h:٣٠٠٠", "h:0", "h:65536", ":7000", "h"])
+def test_a_cluster_node_needs_an_ascii_port_in_range(node: str) -> None:
+    from hotset.cachestore.redis_store import _host_port
+
+    with pytest.raises(HotsetError, match=r"expected host:port"):
+        _host_port(node, spec=f"redis+cluster://{node}")

@@ -188,7 +188,9 @@ def redact(url: str) -> str:
 def _host_port(text: str, *, spec: str) -> tuple[str, int]:
     host, sep, port_text = text.strip().rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    # isascii: str.isdigit accepts digits such as "²" that int() then refuses
+    ok_digits = port_text.isascii() and port_text.isdigit()
+    if not sep or not host or not ok_digits or not 0 < int(port_text) < 65536:
         raise HotsetError(f"redis cluster node {text!r} in {spec!r}: expected host:port")
     return host, int(port_text)
 
