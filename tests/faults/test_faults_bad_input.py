@@ -212,7 +212,7 @@ def test_bad_option_types(
         ("redis://localhost:6379/0?socket_timeout=soon", "Invalid value for 'socket_timeout'"),
         ("redis+cluster://h:1/2", "a cluster has only database 0"),
         ("redis+cluster://h:x", "expected host:port"),
-        ("redis+cluster://h:\u00b2", "invalid literal for int"),
+        ("redis+cluster://h:\u00b2", "expected host:port"),
         ("memcached://h", "unknown cache"),
         (["h:1", 2], "non-empty list of 'host:port' strings"),
         (42, "unknown cache 42"),
