@@ -199,6 +199,22 @@ def dataset_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def _loader(dataset_dir: Path, server: RedisProcess, workers: int, namespace: str) -> Any:
+    """A real loader with an LRU cache on ``server`` (40% of the data), and the files' bytes."""
+    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    truth = [data.store.read(k) for k in data.manifest.keys]
+    loader = hotset.loader(
+        data,
+        system="lru",
+        cache=_url(server),
+        cache_bytes=0.4,
+        batch_size=16,
+        num_workers=workers,
+        namespace=namespace,
+    )
+    return loader, truth
+
+
 def _url(server: RedisProcess) -> str:
     # A frozen server costs a worker 0.3 s per call before it falls back to storage.
     return f"{server.url}?socket_timeout=0.3&socket_connect_timeout=0.3"
@@ -255,17 +271,8 @@ def test_training_survives_a_killed_server(
 ) -> None:
     server = start_redis(tmp_path)
     try:
-        data = hotset.open_dataset(dataset_dir, decode="bytes")
-        truth = [data.store.read(k) for k in data.manifest.keys]
-        with hotset.loader(
-            data,
-            system="lru",
-            cache=_url(server),
-            cache_bytes=0.4,
-            batch_size=16,
-            num_workers=workers,
-            namespace="killed",
-        ) as loader:
+        loader, truth = _loader(dataset_dir, server, workers, "killed")
+        with loader:
             _epoch(loader, 0, truth)
             warm = _epoch(loader, 1, truth)
             assert warm["exact_hits"] > 0 and warm["degraded_reads"] == 0
@@ -295,17 +302,8 @@ def test_training_survives_a_frozen_server(dataset_dir: Path, tmp_path: Path, wo
         threading.Timer(1.5, os.kill, (pid, signal.SIGCONT)).start()
 
     try:
-        data = hotset.open_dataset(dataset_dir, decode="bytes")
-        truth = [data.store.read(k) for k in data.manifest.keys]
-        with hotset.loader(
-            data,
-            system="lru",
-            cache=_url(server),
-            cache_bytes=0.4,
-            batch_size=16,
-            num_workers=workers,
-            namespace="frozen",
-        ) as loader:
+        loader, truth = _loader(dataset_dir, server, workers, "frozen")
+        with loader:
             _epoch(loader, 0, truth)
             _epoch(loader, 1, truth)
             start = time.monotonic()

@@ -7,16 +7,15 @@ whatever is left of that group at teardown.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 
 import pytest
+from victim_support import READY_TIMEOUT, Victim, gone
 
 from hotset.cachestore.shm import SharedMemoryCache
 from hotset.cachestore.shm_gc import (
@@ -33,67 +32,10 @@ pytestmark = pytest.mark.skipif(
     reason="needs Linux /dev/shm and /proc",
 )
 
-READY_TIMEOUT = 60.0
-
-
-class Victim:
-    """A Python subprocess in its own session that prints lines and then blocks."""
-
-    def __init__(self, code: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(code)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-
-    def line(self) -> str:
-        """The next stdout line (the victim announces itself before blocking)."""
-        assert self.proc.stdout is not None
-        out = self.proc.stdout.readline().strip()
-        if not out:
-            self.proc.wait(timeout=READY_TIMEOUT)
-            assert self.proc.stderr is not None
-            raise AssertionError(f"victim said nothing; stderr:\n{self.proc.stderr.read()}")
-        return out
-
-    def kill_group(self, sig: int = signal.SIGKILL) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, sig)
-        self.proc.wait(timeout=READY_TIMEOUT)
-
-    def cleanup(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=READY_TIMEOUT)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
-
-
-@pytest.fixture
-def victims() -> Iterator[list[Victim]]:
-    started: list[Victim] = []
-    yield started
-    for victim in started:
-        victim.cleanup()
-
 
 def _bytes_of_owner(pid: int) -> int:
     """Bytes (file sizes) of every hotset segment in /dev/shm that ``pid`` created."""
     return sum(i.size_bytes for i in list_segments() if i.owner_pid == pid)
-
-
-def _gone(pid: int) -> bool:
-    """True when ``pid`` no longer runs (absent, or a zombie nobody has reaped yet)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            state = fh.read().rpartition(b")")[2].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return True
-    return state in (b"Z", b"X")
 
 
 CACHE_VICTIM = """
@@ -177,14 +119,14 @@ def test_sigkilled_main_process_takes_its_workers_along(victims: list[Victim]) -
     victims.append(victim)
     pid_text, name, *worker_text = victim.line().split()
     workers = [int(w) for w in worker_text]
-    assert len(workers) == 2 and not any(_gone(w) for w in workers)
+    assert len(workers) == 2 and not any(gone(w) for w in workers)
 
     os.kill(int(pid_text), signal.SIGKILL)  # the main process only, not its group
     victim.proc.wait(timeout=READY_TIMEOUT)
     t0 = time.monotonic()
-    while not all(_gone(w) for w in workers) and time.monotonic() - t0 < 5.0:
+    while not all(gone(w) for w in workers) and time.monotonic() - t0 < 5.0:
         time.sleep(0.01)
-    assert all(_gone(w) for w in workers), "orphaned workers still running"
+    assert all(gone(w) for w in workers), "orphaned workers still running"
     # The resource tracker (still alive: only the main process was killed) or a
     # reclaim removes the dead owner's segment.
     deadline = time.monotonic() + 5.0
@@ -194,7 +136,7 @@ def test_sigkilled_main_process_takes_its_workers_along(victims: list[Victim]) -
     assert not os.path.exists(f"/dev/shm/{name}")
 
 
-def test_exit_with_parent_kills_a_child_whose_parent_is_already_gone() -> None:
+def test_exit_with_parent_kills_a_child_whose_parent_is_alreadygone() -> None:
     # A parent pid that is not the real one: the race check must fire at once.
     code = textwrap.dedent(
         """

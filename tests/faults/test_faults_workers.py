@@ -6,11 +6,10 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_faults_shm import READY_TIMEOUT, Victim, _gone
+from victim_support import READY_TIMEOUT, Victim, gone
 
 from hotset.data import SynthConfig, make_synth
 
@@ -41,25 +40,17 @@ LOADER_VICTIM = """
 """
 
 
-@pytest.fixture
-def victims() -> Iterator[list[Victim]]:
-    started: list[Victim] = []
-    yield started
-    for victim in started:
-        victim.cleanup()
-
-
 def test_sigkilled_loader_takes_its_workers_along(tmp_path: Path, victims: list[Victim]) -> None:
     path = tmp_path / "ds"
     make_synth(path, SynthConfig(n=64, image_size=8, classes=2, seed=0), workers=1)
     victim = Victim(LOADER_VICTIM.format(path=str(path)))
     victims.append(victim)
     main, *workers = (int(p) for p in victim.line().split())
-    assert len(workers) == 2 and not any(_gone(w) for w in workers)
+    assert len(workers) == 2 and not any(gone(w) for w in workers)
 
     os.kill(main, signal.SIGKILL)  # the main process only, not its group
     victim.proc.wait(timeout=READY_TIMEOUT)
     t0 = time.monotonic()
-    while not all(_gone(w) for w in workers) and time.monotonic() - t0 < 5.0:
+    while not all(gone(w) for w in workers) and time.monotonic() - t0 < 5.0:
         time.sleep(0.01)
-    assert all(_gone(w) for w in workers), "orphaned loader workers still running"
+    assert all(gone(w) for w in workers), "orphaned loader workers still running"
