@@ -182,7 +182,7 @@ def test_loader_budgets(data: hotset.torch.HotsetDataset) -> None:
         ("io_threads", 2.0, "io_threads must be an integer >= 1, got 2.0"),
         ("num_workers", "4", "num_workers must be an integer >= 0"),
         ("batch_size", 16.0, "batch_size must be an integer >= 1"),
-        ("namespace", 5, "namespace must be a string or None"),
+        ("namespace", 5, "namespace must be a sharing key"),
         ("check_store", None, "check_store must be a string"),
         ("system_options", [1], "system_options must be a mapping"),
         ("worker_init_fn", 3, "worker_init_fn must be callable"),

@@ -48,7 +48,9 @@ def test_redis_server(dataset_dir: Path, redis_server: Any, workers: int) -> Non
         namespace=f"torchtest-{workers}",
     ) as loader:
         _exact_epochs(loader, 2)
-        keys = redis_server.client().keys(f"hotset:torchtest-{workers}:*")
+        assert loader.namespace is not None
+        assert loader.namespace.startswith(f"torchtest-{workers}@")
+        keys = redis_server.client().keys(f"hotset:{loader.namespace}:*")
         assert len(keys) > 1  # the entries really live in the server
 
 
@@ -66,5 +68,6 @@ def test_redis_cluster(dataset_dir: Path, redis_cluster: Any) -> None:
         namespace="torchcluster",
     ) as loader:
         _exact_epochs(loader, 2)
-        per_node = [len(n.client().keys("hotset:torchcluster:*")) for n in redis_cluster.nodes]
+        pattern = f"hotset:{loader.namespace}:*"
+        per_node = [len(n.client().keys(pattern)) for n in redis_cluster.nodes]
         assert sum(1 for c in per_node if c > 0) >= 2  # spread over the masters

@@ -1,10 +1,13 @@
-"""``hotset cache``: see and reclaim the shared-memory segments hotset caches leave.
+"""``hotset cache``: see and reclaim what hotset caches leave behind.
 
 Why a command: a job killed as a whole process group (Slurm, docker, ``timeout``)
-leaves its cache segment in ``/dev/shm``. The next cache created on the machine
-reclaims it, but an operator wants to see and free that memory now, without
-starting a job. The rules (owner identity, what counts as dead, what is never
-touched) are :mod:`hotset.cachestore.shm_gc`'s.
+leaves its cache segment in ``/dev/shm``, and a job killed with ``kill -9``
+leaves its Redis namespace on the server. The next cache created on the machine
+(or the next loader on the server) reclaims them, but an operator wants to see
+and free that memory now, without starting a job. The rules are
+:mod:`hotset.cachestore.shm_gc`'s for segments (owner identity, what counts as
+dead) and :mod:`hotset.cachestore.redis_leases`'s for namespaces (leases).
+With ``--redis URL`` the commands act on that server's namespaces.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from hotset.cachestore.shm_gc import (
     reclaim_stale_segments,
     remove_segment,
 )
+from hotset.cli.cache_redis import redis_gc, redis_ls, redis_rm
 from hotset.units import format_bytes
 
 _DIR_OPTION = click.option(
@@ -33,12 +37,23 @@ _DIR_OPTION = click.option(
 )
 
 
+_REDIS_OPTION = click.option(
+    "--redis",
+    "redis_url",
+    default=None,
+    metavar="URL",
+    help="Act on this Redis server's (or cluster's) namespaces instead of /dev/shm.",
+)
+
+
 @click.group("cache")
 def cache() -> None:
-    """Inspect and reclaim hotset shared-memory caches in /dev/shm.
+    """Inspect and reclaim hotset caches: shared-memory segments, or Redis namespaces.
 
-    Only segments named hotset_* are listed and collected. Redis namespaces are
-    out of scope for now: these commands do not look at Redis.
+    Without --redis, segments named hotset_* in /dev/shm are listed and collected.
+    With --redis URL, that server's hotset namespaces: private ones (a loader's
+    own, removed when it closes) and shared ones (named with namespace=, kept
+    for the next job), each with its live jobs (leases) and bytes.
     """
 
 
@@ -48,9 +63,13 @@ def _owner(info: SegmentInfo) -> str:
 
 @cache.command("ls")
 @_DIR_OPTION
+@_REDIS_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
-def ls(shm_dir: str, as_json: bool) -> None:
-    """List hotset segments: name, size, owner pid and whether the owner is alive."""
+def ls(shm_dir: str, redis_url: str | None, as_json: bool) -> None:
+    """List hotset segments (name, size, owner pid, alive) or Redis namespaces."""
+    if redis_url is not None:
+        redis_ls(redis_url, as_json=as_json)
+        return
     infos = list_segments(shm_dir)
     if as_json:
         click.echo(json.dumps([asdict(i) for i in infos], indent=2))
@@ -72,12 +91,32 @@ def ls(shm_dir: str, as_json: bool) -> None:
 
 @cache.command("gc")
 @_DIR_OPTION
-def gc(shm_dir: str) -> None:
-    """Remove the segments whose owner process is dead; print the bytes freed.
+@_REDIS_OPTION
+@click.option(
+    "--shared-idle",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="With --redis: also remove shared namespaces no job has used for this long.",
+)
+@click.option(
+    "--unknown",
+    is_flag=True,
+    help="With --redis: also remove unregistered namespaces (from an older hotset).",
+)
+def gc(shm_dir: str, redis_url: str | None, shared_idle: float | None, unknown: bool) -> None:
+    """Remove the segments whose owner process is dead, or abandoned Redis namespaces.
 
     Segments of live owners, of owners in another pid namespace and of unknown
-    owners are kept (use `hotset cache rm --force NAME` for those).
+    owners are kept (use `hotset cache rm --force NAME` for those). With --redis,
+    private namespaces whose lease has lapsed are removed; shared ones are kept
+    for the next job unless --shared-idle says how long is too long.
     """
+    if redis_url is not None:
+        redis_gc(redis_url, shared_idle_s=shared_idle, unknown=unknown)
+        return
+    if shared_idle is not None or unknown:
+        raise click.UsageError("--shared-idle and --unknown need --redis URL")
     removed = reclaim_stale_segments(shm_dir)
     for info in removed:
         click.echo(f"removed {info.name} ({format_bytes(info.size_bytes)}, pid {_owner(info)})")
@@ -89,11 +128,16 @@ def gc(shm_dir: str) -> None:
 @click.argument("name")
 @click.option("--force", is_flag=True, help="Remove it even if its owner is alive or unknown.")
 @_DIR_OPTION
-def rm(name: str, force: bool, shm_dir: str) -> None:
-    """Remove one hotset segment, refusing a live owner's unless --force.
+@_REDIS_OPTION
+def rm(name: str, force: bool, shm_dir: str, redis_url: str | None) -> None:
+    """Remove one hotset segment or Redis namespace, refusing a live one unless --force.
 
-    Removing only unlinks the name: processes mapping it keep their copy until
-    they exit, and a live owner's workers can no longer attach to it.
+    Removing a segment only unlinks the name: processes mapping it keep their
+    copy until they exit, and a live owner's workers can no longer attach to it.
+    Removing a namespace with live jobs makes their hits rebuild reads.
     """
+    if redis_url is not None:
+        redis_rm(redis_url, name, force=force)
+        return
     info = remove_segment(name, force=force, shm_dir=shm_dir)
     click.echo(f"removed {info.name} ({info.size_bytes} bytes, owner {info.state})")

@@ -141,11 +141,14 @@ class CacheBackoff:
 class _CacheTurn:
     """One batch's dealings with the cache: still usable by it, and calls that failed."""
 
-    __slots__ = ("errors", "ok")
+    __slots__ = ("errors", "ok", "refused", "refused_bytes")
 
     def __init__(self, ok: bool) -> None:
         self.ok = ok
         self.errors = 0
+        #: puts a shared namespace refused because other jobs filled its budget
+        self.refused = 0
+        self.refused_bytes = 0
 
 
 class BatchFetcher(_TorchDataset):
@@ -166,8 +169,11 @@ class BatchFetcher(_TorchDataset):
         io_threads: int,
         verify: bool,
         layout: UnitLayout | None = None,
+        shared: bool = False,
     ) -> None:
         self.layout = layout
+        #: the cache's namespace is shared with other jobs (see _write)
+        self.shared = shared
         self.keys = list(keys)
         self.hashes = list(hashes)
         self.sizes = sizes
@@ -198,6 +204,11 @@ class BatchFetcher(_TorchDataset):
 
     def close(self) -> None:
         self.reader.close()
+
+    def note_leftovers(self) -> None:
+        """The cache may hold entries the policy does not (a clear that failed): a put
+        refused over budget then clears it and puts again instead of failing."""
+        self._skipped[0] += 1
 
     def key_of(self, cid: int) -> CacheKey:
         """The cache key of cache id ``cid``: a sample below ``n``, unit ``cid - n`` above."""
@@ -350,6 +361,8 @@ class BatchFetcher(_TorchDataset):
             "degraded_reads": len(degraded_ids) + len(degraded_units),
             "degraded_bytes": sum([sizes[s] for s in degraded_ids]) + degraded_unit_bytes,
             "cache_errors": turn.errors,
+            "refused_puts": turn.refused,
+            "refused_bytes": turn.refused_bytes,
             "integrity_errors": len(poisoned),
             "cache_reads": len(cached)
             + len(cached_units)
@@ -485,6 +498,11 @@ class BatchFetcher(_TorchDataset):
                 except IntegrityError:
                     raise
                 except HotsetError:
+                    if self.shared:
+                        # Other jobs' entries fill the shared budget: put what fits,
+                        # one by one, and count the rest. Never cleared: not ours.
+                        self._put_what_fits(turn, cache, items)
+                        return
                     if not self._skipped[0]:
                         raise  # over budget with no failure to blame: a policy bug
                     # Entries whose deletes were skipped hold the budget: start over.
@@ -494,6 +512,25 @@ class BatchFetcher(_TorchDataset):
                     self._skipped[0] = 0
                     backoff.pending_deletes.clear()
                     self._cache_call(turn, cache.put_many, items)
+
+    def _put_what_fits(
+        self, turn: _CacheTurn, cache: CacheStore, items: list[tuple[CacheKey, bytes]]
+    ) -> None:
+        """Shared namespace over budget: each item alone; a refused one is counted.
+
+        Costs a round trip per item, only in batches whose put was refused. An id
+        whose put was refused is one the policy believes cached: it is read again
+        (a rebuild read) when next served, and put again then.
+        """
+        for item in items:
+            try:
+                if self._cache_call(turn, cache.put_many, [item]) is None:
+                    return  # the backend failed: the rest would too
+            except IntegrityError:
+                raise
+            except HotsetError:
+                turn.refused += 1
+                turn.refused_bytes += len(item[1])
 
     def _skip_deletes(self, keys: list[CacheKey]) -> None:
         """Remember deletes the cache did not take: replayed here, flagged for all."""

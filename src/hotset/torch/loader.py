@@ -48,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -58,6 +57,8 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from hotset.cachestore.base import CacheStore
+from hotset.cachestore.redis_leases import LEASE_TTL_S
+from hotset.cachestore.session import CacheSession, check_share_key
 from hotset.engine.counters import Coverage
 from hotset.engine.feedback import Feedback
 from hotset.engine.plan import EpochLog
@@ -68,7 +69,7 @@ from hotset.policies.base import Budget
 from hotset.systems.base import System
 from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.dataset import HotsetDataset, open_dataset
-from hotset.torch.fetch import BatchFetcher, identity_collate
+from hotset.torch.fetch import BACKEND_ERRORS, BatchFetcher, identity_collate
 from hotset.torch.prefetch import UnitPrefetcher
 from hotset.torch.readahead import ReadAhead
 from hotset.torch.report import EpochStats
@@ -93,12 +94,6 @@ def _check_bool(name: str, value: object) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise HotsetError(f"{name} must be True or False, got {value!r:.80}")
     return bool(value)
-
-
-def _check_optional_str(name: str, value: object) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise HotsetError(f"{name} must be a string or None, got {value!r:.80}")
-    return value
 
 
 def _check_timeout(value: object) -> float:
@@ -208,6 +203,7 @@ class HotsetLoader:
         world_size: int | None = None,
         system_options: Mapping[str, Any] | None = None,
         namespace: str | None = None,
+        lease_ttl_s: float = LEASE_TTL_S,
         check_store: str = "auto",
         progress: bool = False,
         timeout: float = 0.0,
@@ -237,7 +233,15 @@ class HotsetLoader:
         verify = _check_bool("verify", verify)
         progress = _check_bool("progress", progress)
         timeout = _check_timeout(timeout)
-        namespace = _check_optional_str("namespace", namespace)
+        namespace = check_share_key(namespace)
+        if (
+            isinstance(lease_ttl_s, bool)
+            or not isinstance(lease_ttl_s, int | float)
+            or not 0 < lease_ttl_s < math.inf
+        ):
+            raise HotsetError(
+                f"lease_ttl_s must be a positive number of seconds, got {lease_ttl_s!r:.80}"
+            )
         if not isinstance(check_store, str):
             raise HotsetError(f"check_store must be a string, got {check_store!r:.80}")
         if system_options is not None and not isinstance(system_options, Mapping):
@@ -329,25 +333,26 @@ class HotsetLoader:
         self.capacity_bytes = capacity if caching else 0
         self.progress = progress
         self.cache: CacheStore | None = None
-        self._private_namespace = False
+        #: the cache's namespace and lease (hotset.cachestore.session); None without a cache
+        self._session: CacheSession | None = None
         if caching:
-            from hotset.cachestore.registry import open_cache
-
-            ns = namespace or f"hotset-{secrets.token_hex(6)}-r{rank}"
-            #: a namespace made up for this loader is removed when it closes
-            self._private_namespace = namespace is None
-            self.cache = open_cache(
+            # A private namespace is new and empty, as the fresh policy is; a shared
+            # one is joined as it is (other jobs may be reading it).
+            self._session = CacheSession.open(
                 spec,
                 capacity_bytes=capacity,
-                namespace=ns,
                 # one slot per sample, then one per read unit (cached whole under id n + u)
                 n_slots=n + (0 if data.layout is None else data.layout.n_chunks),
+                dataset_id=manifest.identity(),
+                share=namespace,
+                rank=rank,
+                lease_ttl_s=lease_ttl_s,
                 # The fetcher re-hashes what the cache serves itself (with ``verify``), so
                 # that a poisoned entry is dropped and re-read instead of failing the
                 # batch; the store's own check would only raise, and hash puts again.
                 verify=False,
             )
-            self.cache.clear()  # a fresh policy holds nothing; so must the cache
+            self.cache = self._session.cache
         self._sequencer = Sequencer(context=multiprocessing_context)
         self._planner = Planner(
             self.system, n=n, batch_size=batch_size, lag=lag, drop_last=drop_last, sizes=sizes
@@ -366,6 +371,7 @@ class HotsetLoader:
             io_threads=io_threads,
             verify=verify,
             layout=data.layout,
+            shared=self._session is not None and self._session.shared,
         )
         self._readahead = ReadAhead(
             self._fetcher.reader.read_checked, sizes, budget_bytes=ra_budget, threads=io_threads
@@ -522,6 +528,12 @@ class HotsetLoader:
             rows.append({**self._current.row(), **self._coverage.peek()})
         return rows
 
+    @property
+    def namespace(self) -> str | None:
+        """The cache's Redis namespace (``<key>@<data set identity>`` when shared, a
+        private one otherwise; keys are ``hotset:<namespace>:...``); None without one."""
+        return None if self._session is None else self._session.namespace
+
     def decisions(self) -> EpochLog:
         """Every decision of the current (or last) epoch, in planning order."""
         return self._planner.log
@@ -534,13 +546,8 @@ class HotsetLoader:
         self._dataloader = None  # persistent workers shut down with their iterator
         self._fetcher.close()
         if self.cache is not None:
-            if self._private_namespace:
-                # best effort: a server that is down keeps the keys (hotset cache gc is
-                # for shared memory; Redis namespaces end with their server's life)
-                with contextlib.suppress(Exception):
-                    self.cache.drop()
-            with contextlib.suppress(Exception):
-                self.cache.close()
+            assert self._session is not None
+            self._session.close()  # a private namespace is dropped, a shared one kept
 
     def __enter__(self) -> HotsetLoader:
         return self
@@ -589,7 +596,7 @@ class HotsetLoader:
             planner.generation = seq.generation
             if self.cache is not None:
                 if clear:
-                    self.cache.clear()
+                    self._forget_cache_contents()
                 else:
                     dead = [d for s, d in planner.unconfirmed.items() if s > written]
                     if dead:
@@ -597,6 +604,23 @@ class HotsetLoader:
                         self.cache.delete_many([self._fetcher.key_of(i) for i in ids])
             seq.set_written(planner.seq)
         planner.unconfirmed.clear()
+
+    def _forget_cache_contents(self) -> None:
+        """After a resume: the cache may hold what the restored policy does not.
+
+        A private namespace is cleared. A shared one is left alone (other jobs read
+        it): entries the policy does not know only take shared budget, and a put
+        they crowd out is skipped and counted. A cache that cannot be reached now is
+        not cleared either; the fetcher is told that the cache may hold leftovers,
+        so a put refused over budget later clears it instead of failing.
+        """
+        assert self.cache is not None and self._session is not None
+        if self._session.shared:
+            return
+        try:
+            self.cache.clear()
+        except BACKEND_ERRORS:
+            self._fetcher.note_leftovers()
 
     def _run(self) -> Iterator[tuple[Any, Any, Any, Any]]:
         stats = self._current
@@ -768,6 +792,17 @@ def loader(
     :meth:`HotsetLoader.report`. It costs one xxh3 per sample, about 0.1 us on
     small files and 1.7 us on a 100 kB one (see :mod:`hotset.torch.reads`);
     ``verify=False`` opts out.
+
+    ``namespace`` (Redis caches) is a sharing key: jobs that give the same key
+    and read the same data set (by content) share one Redis namespace,
+    ``<key>@<data set identity>``, and its one budget ``cache_bytes``. Joining
+    never clears it and closing keeps it for the next job; puts refused because
+    other jobs filled the budget are skipped and counted (``refused_puts``).
+    Without it the loader uses a private namespace, dropped when it closes.
+    Either way the job holds a lease on its namespace, renewed every
+    ``lease_ttl_s / 3`` seconds (default 60 s); a killed job's private
+    namespace is collected by the next loader on the server once its lease has
+    lapsed, or by ``hotset cache gc --redis URL`` (:mod:`hotset.cachestore.session`).
     """
     if not isinstance(data, HotsetDataset):
         data = open_dataset(data)

@@ -11,6 +11,8 @@ cache outage says so instead of passing for a cold cache. ``integrity_errors``
 counts cache entries that did not hash to their key (bytes another writer put
 there): each was dropped and read again from storage (a rebuild read), so a
 poisoned cache shows up here rather than in what training received.
+``refused_puts``/``refused_bytes`` count admissions a shared namespace turned
+away because other jobs' entries filled its budget (never in a private one).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ _IO_COUNTERS = (
     "degraded_bytes",
     "cache_errors",
     "integrity_errors",
+    "refused_puts",
+    "refused_bytes",
 )
 _COUNTERS = ("batches", *_OUTCOME_COUNTERS, *_IO_COUNTERS)
 #: counted from the read-ahead and the unit prefetcher, not from the workers' batch info

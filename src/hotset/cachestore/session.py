@@ -1,0 +1,154 @@
+"""One job's use of a cache store: which namespace, shared or private, and its lease.
+
+Why namespaces are derived, not chosen. A Redis namespace is a budget (one byte
+counter) and a set of entries. Two jobs that share one must read the same data
+set, or each would budget against bytes the other can never use; so a
+namespace is always ``<key>@<data set identity>`` (the manifest's content
+identity, :meth:`~hotset.data.manifest.Manifest.identity`):
+
+* ``share=None`` (the default): a **private** namespace, ``p-<identity>-<random>-r<rank>``,
+  new and empty, so nothing needs clearing; it is dropped (entries, counter,
+  registry row, leases) when the job closes its loader, and collected by the
+  next job on the server if the job died without closing;
+* ``share="sweep-1"``: a **shared** namespace, ``sweep-1@<identity>``, joined
+  as it is -- never cleared, since other jobs may be reading it -- and kept
+  when the job ends, so the next job starts warm. Its jobs share its one
+  budget: the server-side put script never lets the namespace pass
+  ``capacity_bytes``, and a put refused because other jobs filled it is
+  skipped and counted by the loader, not raised (:mod:`hotset.torch.fetch`).
+
+The embedded shared-memory cache is private to one loader by construction (a
+new segment per cache) and needs none of this: its session holds no lease.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import secrets
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hotset.cachestore.base import CacheStore
+from hotset.cachestore.redis_leases import LEASE_TTL_S, Lease, collect, unregister
+from hotset.cachestore.registry import open_cache, parse_cache_spec
+from hotset.errors import HotsetError
+
+__all__ = ["CacheSession", "check_share_key", "drop_namespace", "namespace_for"]
+
+
+#: a sharing key: what a Redis namespace allows, less '@' (it separates the identity)
+_SHARE_KEY = re.compile(r"^[A-Za-z0-9._/=+-]{1,180}$")
+
+
+def check_share_key(share: object) -> str | None:
+    """``share`` itself, or a :class:`HotsetError` naming it: checked before any I/O."""
+    if share is not None and (not isinstance(share, str) or not _SHARE_KEY.match(share)):
+        raise HotsetError(
+            "namespace must be a sharing key of 1-180 characters from [A-Za-z0-9._/=+-] "
+            f"(the data set's identity is appended after an '@'), got {share!r:.80}"
+        )
+    return share
+
+
+def namespace_for(*, share: str | None, dataset_id: str, rank: int) -> str:
+    """The namespace a job uses: ``<share>@<dataset>`` shared, or a new private one."""
+    if share is None:
+        return f"p-{dataset_id[:12]}-{secrets.token_hex(6)}-r{rank}"
+    return f"{check_share_key(share)}@{dataset_id}"
+
+
+def drop_namespace(spec: str | Sequence[str], name: str) -> None:
+    """Remove one namespace's entries and counter through a handle of its own."""
+    cache = open_cache(spec, capacity_bytes=0, namespace=name, n_slots=1)
+    try:
+        cache.drop()
+    finally:
+        cache.close()
+
+
+@dataclass
+class CacheSession:
+    """A loader's cache handle, its namespace and (for Redis) its lease."""
+
+    cache: CacheStore
+    namespace: str
+    shared: bool
+    lease: Lease | None = None
+    #: abandoned namespaces this session's start removed from the server
+    collected: int = 0
+
+    @classmethod
+    def open(
+        cls,
+        spec: str | Sequence[str],
+        *,
+        capacity_bytes: int,
+        n_slots: int,
+        dataset_id: str,
+        share: str | None,
+        rank: int,
+        lease_ttl_s: float = LEASE_TTL_S,
+        **cache_options: Any,
+    ) -> CacheSession:
+        namespace = namespace_for(share=share, dataset_id=dataset_id, rank=rank)
+        cache = open_cache(
+            spec,
+            capacity_bytes=capacity_bytes,
+            namespace=namespace,
+            n_slots=n_slots,
+            **cache_options,
+        )
+        session = cls(cache=cache, namespace=namespace, shared=share is not None)
+        if parse_cache_spec(spec) == "memory":
+            return session
+        try:
+            client = cache.client  # type: ignore[attr-defined]
+            # Known namespaces only (no keyspace scan at every start): those a killed
+            # job left behind. Best effort: a failure here must not stop training.
+            with contextlib.suppress(Exception):
+                session.collected = len(
+                    collect(client, drop=lambda name: drop_namespace(spec, name))
+                )
+            lease = Lease(
+                client,
+                namespace,
+                kind="shared" if session.shared else "private",
+                dataset=dataset_id,
+                ttl_s=lease_ttl_s,
+            )
+            session.lease = lease
+            try:
+                lease.renew()
+            except Exception as exc:  # e.g. a server out of memory refuses ZADD
+                # Training goes on (its puts will degrade too); the keeper retries.
+                lease.renew_failures += 1
+                warnings.warn(
+                    f"hotset: could not take a lease on cache namespace {namespace!r} "
+                    f"({exc}); retrying every {lease_ttl_s / 3:.0f} s",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            lease.keep_alive()
+        except BaseException:
+            cache.close()
+            raise
+        return session
+
+    def close(self) -> None:
+        """Release the lease; drop a private namespace. Best effort: never raises."""
+        client = getattr(self.cache, "client", None)
+        if self.lease is not None:
+            with contextlib.suppress(Exception):
+                self.lease.release()
+        if not self.shared:
+            # A server that is down keeps the keys; the next job's start (or
+            # `hotset cache gc --redis URL`) collects them once the lease lapsed.
+            with contextlib.suppress(Exception):
+                self.cache.drop()
+                if client is not None:
+                    unregister(client, self.namespace)
+        with contextlib.suppress(Exception):
+            self.cache.close()
