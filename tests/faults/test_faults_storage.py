@@ -168,3 +168,59 @@ def test_a_permanent_error_stops_the_run_naming_key_and_store(dataset: Path, wor
     message = str(info.value)
     assert repr(store.bad) in message and repr(store) in message and str(dataset) in message
     assert "permanent" in message and "PermissionError" in message
+
+
+class _Broken(FaultyStore):
+    """Real files, less a few: some denied for good, one returned corrupted."""
+
+    denied: frozenset[str] = frozenset()
+    corrupted: str = ""
+
+    def read(self, key: str) -> bytes:
+        if key in self.denied:
+            raise PermissionError(errno.EACCES, "Permission denied", key)
+        data = self.inner.read(key)
+        return data[:-1] + bytes([data[-1] ^ 1]) if key == self.corrupted else data
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_on_error_skip_skips_counts_and_names_every_failed_sample(
+    dataset: Path, workers: int
+) -> None:
+    store = _Broken(LocalStore(dataset))
+    data = hotset.open_dataset(dataset, decode="bytes", store=store)
+    keys = data.manifest.keys
+    denied, corrupted = {7, 300, 1999}, 1024
+    store.denied = frozenset(keys[i] for i in denied)
+    store.corrupted = keys[corrupted]
+    bad = denied | {corrupted}
+    files = [(dataset / k).read_bytes() for k in keys]
+    with hotset.loader(
+        data,
+        system="lru",
+        cache=0.2,
+        batch_size=64,
+        num_workers=workers,
+        on_error="skip",
+        check_store="off",
+    ) as ld:
+        for epoch in range(2):
+            ld.set_epoch(epoch)
+            with pytest.warns(RuntimeWarning, match="on_error='skip'"):
+                seen = []
+                for x, _, ids, _ in ld:
+                    assert x == [files[i] for i in ids.tolist()]  # the rest, byte for byte
+                    seen += ids.tolist()
+            assert sorted(seen) == sorted(set(range(N)) - bad)  # each other sample once
+            row = ld.report()[-1]
+            assert row["skipped"] == len(bad) and row["never_trained"] == len(bad)
+        skipped = ld.skipped()
+    assert set(skipped) == bad
+    assert all(repr(keys[i]) in skipped[i] for i in bad)
+    assert "Permission denied" in skipped[7] and "hash" in skipped[corrupted]
+
+
+def test_on_error_must_be_raise_or_skip(dataset: Path) -> None:
+    data = hotset.open_dataset(dataset, decode="bytes")
+    with pytest.raises(hotset.HotsetError, match="on_error must be one of 'raise', 'skip'"):
+        hotset.loader(data, cache=0.2, on_error="ignore")

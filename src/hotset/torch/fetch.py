@@ -70,6 +70,7 @@ import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -170,6 +171,7 @@ class BatchFetcher(_TorchDataset):
         verify: bool,
         layout: UnitLayout | None = None,
         shared: bool = False,
+        skip_errors: bool = False,
     ) -> None:
         self.layout = layout
         #: the cache's namespace is shared with other jobs (see _write)
@@ -197,6 +199,7 @@ class BatchFetcher(_TorchDataset):
             layout=layout,
             io_threads=io_threads,
             verify=verify,
+            skip_errors=skip_errors,
         )
 
     def __len__(self) -> int:
@@ -243,6 +246,16 @@ class BatchFetcher(_TorchDataset):
         blobs, info = self._move_bytes(plan)
         info["io_seconds"] = time.perf_counter() - start
         served = plan.served
+        weights = plan.weights
+        failed = self.reader.take_failed() if self.reader.skip_errors else {}
+        if failed:
+            # on_error="skip": the samples whose reads failed for good leave the batch
+            # (and training this epoch); the loader counts them and keeps their errors
+            keep = np.fromiter((s in blobs for s in served.tolist()), dtype=bool, count=len(served))
+            served, weights = served[keep], weights[keep]
+            failed = {s: e for s, e in failed.items() if s not in blobs}
+        info["skipped"] = len(failed)
+        info["skipped_errors"] = failed
         if self.decode == "bytes" and self.transform is None:
             x: Any = [blobs[sid] for sid in served.tolist()]  # what _collate makes of bytes
         else:
@@ -251,11 +264,12 @@ class BatchFetcher(_TorchDataset):
 
         y = torch.from_numpy(self.labels[served])
         ids = torch.from_numpy(served.copy())
-        w = torch.from_numpy(plan.weights.astype(np.float32))
+        w = torch.from_numpy(weights.astype(np.float32))
         c = np.bincount(plan.outcomes, minlength=N_OUTCOMES).tolist()
         info.update(
             # in the loader's order: requests, exact hits, substitutions, prefetched, reads
-            outcomes=(len(served), c[_HIT], c[_SUB], c[_PRE], c[_MISS]),
+            # (the plan's: a skipped sample was requested and decided all the same)
+            outcomes=(len(plan.served), c[_HIT], c[_SUB], c[_PRE], c[_MISS]),
             epoch=plan.epoch,
             index=plan.index,
             fetch_seconds=time.perf_counter() - start,
@@ -329,20 +343,11 @@ class BatchFetcher(_TorchDataset):
             degraded = self.reader.start(degraded_ids, blobs)
             degraded_reads = [(u, self.reader.submit_unit(u)) for u in degraded_units]
             self.reader.collect(reads, blobs)
-            for u, fut in unit_reads:
-                whole = unit_raw[u] = fut.result()
-                unit_bytes += len(whole)
-                blobs.update(self._split(u, whole))
+            unit_bytes = self._collect_units(unit_reads, unit_raw, blobs)
             self.reader.collect(rebuild, blobs)
-            for u, fut in rebuilt:
-                whole = unit_raw[u] = fut.result()
-                rebuild_unit_bytes += len(whole)
-                blobs.update(self._split(u, whole))
+            rebuild_unit_bytes = self._collect_units(rebuilt, unit_raw, blobs)
             self.reader.collect(degraded, blobs)
-            for u, fut in degraded_reads:
-                whole = unit_raw[u] = fut.result()
-                degraded_unit_bytes += len(whole)
-                blobs.update(self._split(u, whole))
+            degraded_unit_bytes = self._collect_units(degraded_reads, unit_raw, blobs)
         except BaseException as exc:  # still take the write turn, or later batches would stall
             error = exc
         t = time.perf_counter()
@@ -373,6 +378,23 @@ class BatchFetcher(_TorchDataset):
             "wait_seconds": wait_s,
         }
         return blobs, info
+
+    def _collect_units(
+        self,
+        reads: list[tuple[int, Future[bytes]]],
+        unit_raw: dict[int, bytes],
+        blobs: dict[int, bytes],
+    ) -> int:
+        """Wait for whole-unit reads, cut them into samples; the bytes read."""
+        nbytes = 0
+        for u, fut in reads:
+            whole = self.reader.unit_or_skip(u, fut)
+            if whole is None:
+                continue  # skip mode: its members are in reader.failed
+            unit_raw[u] = whole
+            nbytes += len(whole)
+            blobs.update(self._split(u, whole))
+        return nbytes
 
     @staticmethod
     def _drop_poisoned(

@@ -50,6 +50,7 @@ import dataclasses
 import math
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -79,6 +80,8 @@ from hotset.units import parse_budget, parse_bytes
 
 STATE_VERSION = 1
 _EMBEDDED = ("memory", "shm")
+#: what a sample whose read fails for good does: stop training, or leave the batch
+_ON_ERROR = ("raise", "skip")
 #: read-ahead's default staging budget (outside the cache's budget)
 DEFAULT_READAHEAD_BYTES = 64 * 2**20
 
@@ -204,6 +207,7 @@ class HotsetLoader:
         system_options: Mapping[str, Any] | None = None,
         namespace: str | None = None,
         lease_ttl_s: float = LEASE_TTL_S,
+        on_error: str = "raise",
         check_store: str = "auto",
         progress: bool = False,
         timeout: float = 0.0,
@@ -234,6 +238,10 @@ class HotsetLoader:
         progress = _check_bool("progress", progress)
         timeout = _check_timeout(timeout)
         namespace = check_share_key(namespace)
+        if on_error not in _ON_ERROR:
+            raise HotsetError(
+                f"on_error must be one of {', '.join(map(repr, _ON_ERROR))}, got {on_error!r:.80}"
+            )
         if (
             isinstance(lease_ttl_s, bool)
             or not isinstance(lease_ttl_s, int | float)
@@ -372,7 +380,10 @@ class HotsetLoader:
             verify=verify,
             layout=data.layout,
             shared=self._session is not None and self._session.shared,
+            skip_errors=on_error == "skip",
         )
+        #: on_error="skip": id -> why its read failed, for every sample skipped so far
+        self._skipped: dict[int, str] = {}
         self._readahead = ReadAhead(
             self._fetcher.reader.read_checked, sizes, budget_bytes=ra_budget, threads=io_threads
         )
@@ -622,6 +633,24 @@ class HotsetLoader:
         except BACKEND_ERRORS:
             self._fetcher.note_leftovers()
 
+    def _note_skipped(self, errors: Mapping[int, str]) -> None:
+        """Keep the errors of skipped samples; warn on the first skip of an epoch."""
+        first = self._current is not None and self._current.counts["skipped"] == len(errors)
+        self._skipped.update(errors)
+        if first:
+            sid, why = next(iter(errors.items()))
+            warnings.warn(
+                f"hotset: skipping samples whose reads failed (on_error='skip'), "
+                f"first id {sid}: {why}; loader.skipped() lists them, "
+                "report()'s 'skipped' counts them",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+
+    def skipped(self) -> dict[int, str]:
+        """Every sample skipped so far (``on_error="skip"``): id -> why its read failed."""
+        return dict(self._skipped)
+
     def _run(self) -> Iterator[tuple[Any, Any, Any, Any]]:
         stats = self._current
         assert stats is not None and self._dataloader is not None
@@ -664,6 +693,8 @@ class HotsetLoader:
                     raise batch
                 x, y, ids, w, info = batch
                 stats.add(info, stall)
+                if info["skipped"]:
+                    self._note_skipped(info["skipped_errors"])
                 stats.absorb(self._readahead.counts, self._prefetcher.counts)
                 served = ids.numpy()
                 np.add.at(self._outstanding, served, 1)
@@ -674,6 +705,8 @@ class HotsetLoader:
                     bar.update(1)
                     bar.set_postfix(hit=f"{stats.row()['exact_hit_ratio']:.3f}")
                 stats.wall_seconds = time.perf_counter() - wall_start
+                if len(served) == 0:
+                    continue  # on_error="skip" left nothing of it: no empty batch to train on
                 yield x, y, ids, w
             stats.wall_seconds = time.perf_counter() - wall_start
             stats.finished = True
@@ -792,6 +825,14 @@ def loader(
     :meth:`HotsetLoader.report`. It costs one xxh3 per sample, about 0.1 us on
     small files and 1.7 us on a 100 kB one (see :mod:`hotset.torch.reads`);
     ``verify=False`` opts out.
+
+    ``on_error`` says what a sample whose read fails for good does (a
+    :class:`~hotset.errors.StorageError` once the store's retries are spent, or an
+    :class:`~hotset.errors.IntegrityError`): ``"raise"`` (the default) stops
+    training with that error; ``"skip"`` leaves the sample out of its batch,
+    counts it (``skipped`` in :meth:`HotsetLoader.report`), keeps its error
+    (:meth:`HotsetLoader.skipped`) and warns once per epoch. A skipped sample is
+    not trained that epoch (``never_trained`` shows it) and is tried again the next.
 
     ``namespace`` (Redis caches) is a sharing key: jobs that give the same key
     and read the same data set (by content) share one Redis namespace,

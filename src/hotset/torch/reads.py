@@ -47,7 +47,7 @@ from hotset.storage.local import LocalStore
 #: xxh3-64 as 16 lowercase hex digits: the manifest's ``xxh3`` column and a cache key's hash
 xxh3_hex = xxhash.xxh3_64_hexdigest
 #: ids read by one thread, and the future of their bytes (in the same order)
-_Reads = tuple[list[int], Future[list[bytes]]]
+_Reads = tuple[list[int], Future[list[bytes | None]]]
 #: a local store whose reads take longer than this on average (a network mount, a
 #: cold disk) is read on the I/O threads, where reads overlap; see StoreReader.start
 INLINE_READ_MAX_S = 100e-6
@@ -71,8 +71,15 @@ class StoreReader:
         layout: UnitLayout | None,
         io_threads: int,
         verify: bool,
+        skip_errors: bool = False,
     ) -> None:
         self.store = store
+        #: ``on_error="skip"``: a sample whose read fails for good (a StorageError
+        #: after the retries, an IntegrityError) is left out of ``blobs`` and its
+        #: error kept in :attr:`failed`, instead of failing the whole batch
+        self.skip_errors = skip_errors
+        #: id -> error message of the reads skipped since :meth:`take_failed`
+        self.failed: dict[int, str] = {}
         self.keys = keys
         self.hashes = hashes
         self._size_list = sizes
@@ -165,16 +172,31 @@ class StoreReader:
             for chunk in (sids[i::lanes] for i in range(lanes))
         ]
 
-    def _read_chunk(self, sids: list[int]) -> list[bytes]:
+    def _read_chunk(self, sids: list[int]) -> list[bytes | None]:
+        if self.skip_errors:
+            return [self._read_or_skip(sid) for sid in sids]
         read, keys, sizes, verify = self.store.read, self.keys, self._size_list, self.verify
         hashes = self.hashes
-        out: list[bytes] = []
+        out: list[bytes | None] = []
         for sid in sids:
             data = read(keys[sid])
             if len(data) != sizes[sid] or (verify and xxh3_hex(data) != hashes[sid]):
                 self._check(sid, data)
             out.append(data)
         return out
+
+    def _read_or_skip(self, sid: int) -> bytes | None:
+        """``read_checked(sid)``, or None with the error kept in :attr:`failed` (skip mode)."""
+        try:
+            return self.read_checked(sid)
+        except HotsetError as exc:  # StorageError, IntegrityError: failed for good
+            self.failed[sid] = str(exc)
+            return None
+
+    def take_failed(self) -> dict[int, str]:
+        """The reads skipped since the last call (skip mode), and forget them."""
+        failed, self.failed = self.failed, {}
+        return failed
 
     def _read_inline(self, sids: list[int], blobs: dict[int, bytes]) -> int:
         """Read ``sids`` in order, in this thread, until the reads prove slow; how many were read."""
@@ -183,12 +205,18 @@ class StoreReader:
         recent = self._recent
         clock = time.perf_counter
         done = 0
+        skip = self.skip_errors
         t = clock()
         for sid in sids:
-            data = read(keys[sid])
-            if len(data) != sizes[sid] or (verify and xxh3_hex(data) != hashes[sid]):
-                self._check(sid, data)
-            blobs[sid] = data
+            if skip:
+                got = self._read_or_skip(sid)
+                if got is not None:
+                    blobs[sid] = got
+            else:
+                data = read(keys[sid])
+                if len(data) != sizes[sid] or (verify and xxh3_hex(data) != hashes[sid]):
+                    self._check(sid, data)
+                blobs[sid] = data
             now = clock()
             recent.append(now - t)
             t = now
@@ -239,7 +267,21 @@ class StoreReader:
     @staticmethod
     def collect(reads: list[_Reads], blobs: dict[int, bytes]) -> None:
         for chunk, fut in reads:
-            blobs.update(zip(chunk, fut.result(), strict=True))
+            for sid, data in zip(chunk, fut.result(), strict=True):
+                if data is not None:  # None: skipped (skip mode), its error in ``failed``
+                    blobs[sid] = data
+
+    def unit_or_skip(self, unit: int, fut: Future[bytes]) -> bytes | None:
+        """A unit read's bytes; in skip mode None if it failed, each member marked failed."""
+        if not self.skip_errors:
+            return fut.result()
+        try:
+            return fut.result()
+        except HotsetError as exc:
+            assert self.layout is not None
+            for sid in self.layout.members(unit).tolist():
+                self.failed[sid] = str(exc)
+            return None
 
 
 def _on_this_machine(store: Store) -> bool:

@@ -13,6 +13,8 @@ there): each was dropped and read again from storage (a rebuild read), so a
 poisoned cache shows up here rather than in what training received.
 ``refused_puts``/``refused_bytes`` count admissions a shared namespace turned
 away because other jobs' entries filled its budget (never in a private one).
+``skipped`` counts samples left out of their batch because their read failed
+for good (``on_error="skip"``); :meth:`HotsetLoader.skipped` names them.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ _IO_COUNTERS = (
     "integrity_errors",
     "refused_puts",
     "refused_bytes",
+    "skipped",
 )
 _COUNTERS = ("batches", *_OUTCOME_COUNTERS, *_IO_COUNTERS)
 #: counted from the read-ahead and the unit prefetcher, not from the workers' batch info
