@@ -286,8 +286,9 @@ def test_training_survives_a_killed_server(
             row = _epoch(loader, epoch, truth)
             assert row["exact_hits"] > 0 and row["cache_errors"] == 0
             client = server.client()
-            assert _drift(client, "killed") == 0
-            assert _counter(client, "killed") <= loader.capacity_bytes
+            assert _stored_bytes(client, loader.namespace) > 0  # the right namespace
+            assert _drift(client, loader.namespace) == 0
+            assert _counter(client, loader.namespace) <= loader.capacity_bytes
     finally:
         server.stop()
 
@@ -317,8 +318,9 @@ def test_training_survives_a_frozen_server(dataset_dir: Path, tmp_path: Path, wo
             assert row["exact_hits"] > 0 and row["cache_errors"] == 0
             # Replies lost in the freeze left the counter equal to what is stored.
             client = server.client()
-            assert _drift(client, "frozen") == 0
-            assert _counter(client, "frozen") <= loader.capacity_bytes
+            assert _stored_bytes(client, loader.namespace) > 0  # the right namespace
+            assert _drift(client, loader.namespace) == 0
+            assert _counter(client, loader.namespace) <= loader.capacity_bytes
     finally:
         os.kill(pid, signal.SIGCONT)
         server.stop()
