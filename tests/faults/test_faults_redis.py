@@ -324,3 +324,22 @@ def test_training_survives_a_frozen_server(dataset_dir: Path, tmp_path: Path, wo
     finally:
         os.kill(pid, signal.SIGCONT)
         server.stop()
+
+
+def test_pipeline_errors_never_echo_sample_bytes(redis_url: str, raw: redis.Redis) -> None:
+    """redis-py puts a failed pipelined command, arguments included, in its message."""
+    from hotset.cachestore.redis_store import _describe
+
+    payload = b"PRIVATE-SAMPLE-BYTES" * 10
+    raw.config_set("maxmemory-policy", "noeviction")
+    raw.config_set("maxmemory", 1)
+    try:
+        pipe = raw.pipeline(transaction=False)
+        pipe.set("hotset:echo:1:0123456789abcdef", payload)
+        with pytest.raises(redis.RedisError) as info:
+            pipe.execute()
+    finally:
+        raw.config_set("maxmemory", 0)
+    assert b"PRIVATE" in str(info.value).encode()  # what redis-py says
+    told = _describe(info.value)
+    assert "PRIVATE" not in told and "OutOfMemoryError" in told and "command #1" in told

@@ -157,6 +157,27 @@ class CacheUnavailable(HotsetError):
     """
 
 
+_PIPELINE_ECHO = re.compile(r"^Command # (\d+) \(")
+_PIPELINE_TAIL = ") of pipeline caused error: "
+
+
+def _describe(exc: BaseException) -> str:
+    """``exc``'s message without the command redis-py echoes into pipeline errors.
+
+    redis-py prefixes a pipelined command's error with the command itself, its
+    arguments cut to 100 characters: for a ``SET`` that is sample bytes, which
+    have no place in an error message (and may be private data).
+    """
+    text = str(exc)
+    head = _PIPELINE_ECHO.match(text)
+    tail = text.rfind(_PIPELINE_TAIL)
+    if head is not None and tail > head.end():
+        text = (
+            f"command #{head.group(1)} of a pipeline failed: {text[tail + len(_PIPELINE_TAIL) :]}"
+        )
+    return f"{type(exc).__name__}: {text}"
+
+
 def _import_redis() -> Any:
     try:
         import redis
@@ -449,7 +470,7 @@ class RedisCache:
             self._redis.cluster.RedisClusterException,
             OSError,
         ) as exc:
-            raise CacheUnavailable(f"redis cache at {self._where}: {exc}") from None
+            raise CacheUnavailable(f"redis cache at {self._where}: {_describe(exc)}") from None
 
     @contextlib.contextmanager
     def _unsure(self) -> Iterator[None]:
