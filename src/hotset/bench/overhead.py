@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import socket
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -97,56 +95,20 @@ def shm_rows(count: int = 256, size: int = 100_000, rounds: int = 20) -> list[di
     ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def redis_rows(count: int = 256, size: int = 100_000, rounds: int = 10) -> list[dict[str, Any]]:
-    binary = shutil.which("redis-server")
-    if binary is None:
+    if shutil.which("redis-server") is None:
         reason = "not measured: redis-server is not on PATH"
         return [_row("redis hit throughput", None, "GB/s", reason)]
+    from hotset.bench.redis_server import local_redis
     from hotset.cachestore.redis_store import RedisCache
 
-    port = _free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                tmp,
-            ],
-            stdout=subprocess.DEVNULL,
-        )
+    with local_redis() as server:
+        cache = RedisCache(server.url, namespace="bench", capacity_bytes=count * size)
+        items = _items(count, size)
         try:
-            url = f"redis://127.0.0.1:{port}/0"
-            deadline = time.monotonic() + 15
-            while True:
-                try:
-                    cache = RedisCache(url, namespace="bench", capacity_bytes=count * size)
-                    break
-                except HotsetError:
-                    if time.monotonic() > deadline or proc.poll() is not None:
-                        raise
-                    time.sleep(0.05)
-            items = _items(count, size)
-            try:
-                get_gb, _ = _bandwidth(cache, items, rounds)
-            finally:
-                cache.close()
+            get_gb, _ = _bandwidth(cache, items, rounds)
         finally:
-            proc.terminate()
-            proc.wait(timeout=10)
+            cache.close()
     detail = f"loopback redis-server, pipelined batches of {count} x {size // 1000} kB"
     return [
         _row("redis hit throughput", get_gb, "GB/s", detail),

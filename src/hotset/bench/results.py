@@ -67,7 +67,12 @@ def write_result(
 def _table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
-    cols = list(rows[0].keys())
+    # every column any row has, in first-seen order, "detail" last: rows of one
+    # suite may measure different things (each fault scenario has its own counters)
+    cols = list(dict.fromkeys(k for row in rows for k in row))
+    if "detail" in cols:
+        cols.remove("detail")
+        cols.append("detail")
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in rows:
         cells = []

@@ -17,6 +17,7 @@ _SUITE_MODULES: dict[str, str] = {
     "hitratio": "hotset.cli.bench_hitratio",
     "train": "hotset.cli.bench_train",
     "overhead": "hotset.cli.bench_overhead",
+    "faults": "hotset.cli.bench_faults",
 }
 
 
