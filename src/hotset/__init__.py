@@ -11,13 +11,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotset.errors import HotsetError
+from hotset.errors import HotsetError, IntegrityError, StorageError
 
 __version__ = "0.1.0"
 
-__all__ = ["HotsetError", "__version__", "loader", "open_dataset"]
+__all__ = [
+    "HotsetError",
+    "IntegrityError",
+    "StorageError",
+    "__version__",
+    "eval_loader",
+    "from_dataset",
+    "loader",
+    "open_dataset",
+]
 
-_LAZY = {"open_dataset": "hotset.torch", "loader": "hotset.torch"}
+_LAZY = {
+    "open_dataset": "hotset.torch",
+    "loader": "hotset.torch",
+    "eval_loader": "hotset.torch",
+    "from_dataset": "hotset.torch",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -106,7 +106,7 @@ def test_pickled_npy_is_refused() -> None:
 def test_unknown_extension_and_corrupt_bytes_name_the_key() -> None:
     with pytest.raises(HotsetError, match=r"unknown extension '\.gif'"):
         decode(b"GIF89a", "dir/cat.gif")
-    with pytest.raises(HotsetError, match="unknown extension '\\(none\\)'"):
+    with pytest.raises(HotsetError, match="no file extension to go by"):
         decode(b"", "noext")
     with pytest.raises(HotsetError, match=r"cannot decode 'dir/broken\.png' as png"):
         decode(b"not a png", "dir/broken.png")
@@ -124,3 +124,15 @@ def test_decode_many_stacks_and_checks_shapes() -> None:
         decode_many([a, c], ["a.png", "c.png"])
     with pytest.raises(HotsetError, match="2 blobs but 1 keys"):
         decode_many([a, b], ["a.png"])
+
+
+def test_a_key_without_extension_is_decoded_by_its_signature() -> None:
+    image = np.zeros((4, 4, 3), dtype=np.uint8)
+    image[1, 2] = (255, 0, 0)
+    buf = io.BytesIO()
+    Image.fromarray(image).save(buf, format="PNG")
+    assert np.array_equal(decode(buf.getvalue(), "17"), decode(buf.getvalue(), "17.png"))
+    arr = np.arange(6, dtype=np.float32).reshape(1, 2, 3) / 10
+    npy = io.BytesIO()
+    np.save(npy, arr)
+    assert np.array_equal(decode(npy.getvalue(), "18"), decode(npy.getvalue(), "18.npy"))

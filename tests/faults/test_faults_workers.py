@@ -34,7 +34,7 @@ LOADER_VICTIM = """
     pids = set()
     for _ in range(2):
         x, _y, _ids, _w = next(it)
-        pids |= set(x)
+        pids |= set(x.tolist())  # ints are collated into a tensor, as DataLoader does
     print(os.getpid(), *sorted(pids), flush=True)
     time.sleep(120)
 """

@@ -25,7 +25,7 @@ def test_budget_smaller_than_one_batch(data: hotset.torch.HotsetDataset) -> None
     # the no-cache baseline needs no budget at all
     hotset.loader(data, system="pytorch", batch_size=16).close()
     with pytest.raises(HotsetError, match="smaller than one batch needs"):
-        hotset.loader(data, system="shade", batch_size=16)
+        hotset.loader(data, system="shade", cache=largest, batch_size=16)
 
 
 def test_unreachable_redis(data: hotset.torch.HotsetDataset) -> None:

@@ -30,13 +30,30 @@ def format_of(key: str) -> str:
         ) from None
 
 
+#: leading bytes of each format, for keys without an extension (a user's read(i))
+_MAGIC = ((b"\x89PNG\r\n\x1a\n", "png"), (b"\xff\xd8\xff", "jpeg"), (b"\x93NUMPY", "npy"))
+
+
+def _sniff(data: bytes) -> str:
+    for magic, fmt in _MAGIC:
+        if data.startswith(magic):
+            return fmt
+    raise HotsetError(
+        f"cannot decode {data[:8]!r}...: no file extension to go by, and the bytes are "
+        "not PNG, JPEG or NPY"
+    )
+
+
 def decode(data: bytes, key: str) -> np.ndarray:
     """Decode one sample to float32 ``(C, H, W)`` in [0, 1].
+
+    The format comes from the key's extension, or, for a key without one, from
+    the bytes' signature.
 
     Images keep one channel when grayscale and become RGB otherwise (alpha and
     palettes are dropped), so a dataset decodes to one channel count.
     """
-    fmt = format_of(key)
+    fmt = _sniff(data) if not PurePosixPath(key).suffix else format_of(key)
     try:
         if fmt == "npy":
             return _decode_npy(data, key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -14,7 +15,47 @@ from hotset.errors import HotsetError
 from hotset.storage.base import Store
 
 DecodeSpec = str | Callable[[bytes, str], Any]
-DECODE_MODES = ("image", "bytes")
+DECODE_MODES = ("image", "bytes", "pil")
+
+
+def decode_sample(
+    decode: DecodeSpec, transform: Callable[[Any], Any] | None, data: bytes, key: str
+) -> Any:
+    """One sample's bytes as training sees them: decoded, then transformed.
+
+    ``"image"`` gives a float32 ``C,H,W`` tensor in [0, 1]; ``"pil"`` a
+    ``PIL.Image`` (what torchvision-style transforms expect), ``"bytes"`` the
+    bytes themselves, a callable whatever it returns for ``(bytes, key)``.
+    The loader's workers and ``HotsetDataset[i]`` both decode here, so a cached
+    sample and a freshly read one become the same object.
+    """
+    if decode == "bytes":
+        out: Any = data
+    elif decode == "image":
+        import torch
+
+        from hotset.data.decode import decode as decode_image
+
+        out = torch.from_numpy(decode_image(data, key))
+    elif decode == "pil":
+        out = _pil(data, key)
+    else:
+        assert callable(decode)
+        out = decode(data, key)
+    return transform(out) if transform is not None else out
+
+
+def _pil(data: bytes, key: str) -> Any:
+    import io
+
+    from PIL import Image
+
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()  # decode now: a lazy image would read from a buffer that is gone
+    except Exception as exc:
+        raise HotsetError(f"cannot decode {key!r} as an image for decode='pil': {exc}") from None
+    return image
 
 
 def check_decode(decode: object) -> DecodeSpec:
@@ -34,10 +75,15 @@ class HotsetDataset:
     """A dataset the loader can read: ``manifest`` ids ``0..N-1`` with keys into ``store``.
 
     ``decode`` is ``"image"`` (PNG/JPEG/NPY to a float32 ``C,H,W`` tensor in
-    [0, 1], via :func:`hotset.data.decode.decode`), ``"bytes"`` (the raw bytes;
-    a batch's ``x`` is then a list of ``bytes``) or a callable ``(bytes, key)``.
+    [0, 1], via :func:`hotset.data.decode.decode`), ``"pil"`` (a ``PIL.Image``,
+    for torchvision-style transforms), ``"bytes"`` (the raw bytes; a batch's
+    ``x`` is then a list of ``bytes``) or a callable ``(bytes, key)``.
     ``transform`` is applied to each decoded sample (for ``"image"``, a tensor).
     ``layout`` lets systems that read whole chunks (one request per chunk) run.
+
+    It is a map-style dataset too: ``data[i]`` is ``(sample, label)``, read
+    from the store and checked against the manifest, so it can feed a plain
+    ``DataLoader`` (:func:`hotset.eval_loader` does, for validation).
     """
 
     manifest: Manifest
@@ -59,6 +105,31 @@ class HotsetDataset:
 
     def __len__(self) -> int:
         return len(self.manifest)
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        """``(sample, label)`` of id ``index``: read, checked (size and xxh3), decoded."""
+        import xxhash
+
+        from hotset.errors import IntegrityError
+
+        n = len(self.manifest)
+        if isinstance(index, bool):
+            raise TypeError(f"sample index must be an integer, got {index!r}")
+        index = operator.index(index)  # numpy integers too; TypeError for anything else
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"sample index {index} out of range for {n} samples")
+        key = self.manifest.keys[index]
+        data = self.store.read(key)
+        size, digest = int(self.manifest.sizes[index]), self.manifest.hashes[index]
+        if len(data) != size or xxhash.xxh3_64_hexdigest(data) != digest:
+            raise IntegrityError(
+                f"{key!r} (id {index}): the store returned {len(data)} bytes hashing to "
+                f"{xxhash.xxh3_64_hexdigest(data)}, the manifest says {size} bytes, {digest}"
+            )
+        label = int(self.manifest.labels[index])
+        return decode_sample(self.decode, self.transform, data, key), label
 
     def with_store(self, store: Store) -> HotsetDataset:
         """The same dataset read through another store (e.g. a throttled wrapper)."""

@@ -84,7 +84,7 @@ from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError, IntegrityError
 from hotset.policies.base import N_OUTCOMES, Outcome
 from hotset.storage.base import Store
-from hotset.torch.dataset import DecodeSpec
+from hotset.torch.dataset import DecodeSpec, decode_sample
 from hotset.torch.reads import StoreReader
 from hotset.torch.sequencer import Sequencer
 
@@ -172,8 +172,11 @@ class BatchFetcher(_TorchDataset):
         layout: UnitLayout | None = None,
         shared: bool = False,
         skip_errors: bool = False,
+        collate_fn: Callable[[list[Any]], Any] | None = None,
     ) -> None:
         self.layout = layout
+        #: the user's collate function for a batch's samples (None: see _collate)
+        self.collate_fn = collate_fn
         #: the cache's namespace is shared with other jobs (see _write)
         self.shared = shared
         self.keys = list(keys)
@@ -256,7 +259,7 @@ class BatchFetcher(_TorchDataset):
             failed = {s: e for s, e in failed.items() if s not in blobs}
         info["skipped"] = len(failed)
         info["skipped_errors"] = failed
-        if self.decode == "bytes" and self.transform is None:
+        if self.decode == "bytes" and self.transform is None and self.collate_fn is None:
             x: Any = [blobs[sid] for sid in served.tolist()]  # what _collate makes of bytes
         else:
             x = self._collate([self._decode_one(blobs[sid], sid) for sid in served.tolist()])
@@ -562,30 +565,41 @@ class BatchFetcher(_TorchDataset):
 
     # -- decoding -----------------------------------------------------------------
     def _decode_one(self, data: bytes, sid: int) -> Any:
-        mode = self.decode
-        if mode == "bytes":
-            out: Any = data
-        elif mode == "image":
-            import torch
+        return decode_sample(self.decode, self.transform, data, self.keys[sid])
 
-            from hotset.data.decode import decode
+    def _collate(self, samples: list[Any]) -> Any:
+        """A batch's ``x``: the user's ``collate_fn``, else stacked tensors or arrays.
 
-            out = torch.from_numpy(decode(data, self.keys[sid]))
-        else:
-            assert callable(mode)
-            out = mode(data, self.keys[sid])
-        return self.transform(out) if self.transform is not None else out
-
-    @staticmethod
-    def _collate(samples: list[Any]) -> Any:
+        Samples of one shape are stacked; tensors or arrays of several shapes,
+        and bytes, stay a list. Anything else goes through torch's
+        ``default_collate`` (dicts, tuples, numbers), and what that cannot batch
+        (a ``PIL.Image`` without a ``ToTensor`` transform, say) is a clear error
+        naming the two fixes, rather than a list the model then chokes on.
+        """
+        if self.collate_fn is not None:
+            return self.collate_fn(samples)
         import torch
 
-        if samples and all(isinstance(s, torch.Tensor) for s in samples):
+        if not samples:
+            return samples
+        if all(isinstance(s, torch.Tensor) for s in samples):
             shape = samples[0].shape
-            if all(s.shape == shape for s in samples):
-                return torch.stack(samples)
-        if samples and all(isinstance(s, np.ndarray) for s in samples):
+            return torch.stack(samples) if all(s.shape == shape for s in samples) else samples
+        if all(isinstance(s, np.ndarray) for s in samples):
             shape = samples[0].shape
             if all(s.shape == shape for s in samples):
                 return torch.from_numpy(np.stack(samples))
-        return samples
+            return samples
+        if all(isinstance(s, bytes | str) for s in samples):
+            return samples
+        from torch.utils.data import default_collate
+
+        try:
+            return default_collate(samples)
+        except (TypeError, RuntimeError) as exc:
+            kind = type(samples[0]).__name__
+            raise HotsetError(
+                f"cannot batch samples of type {kind}: give the loader collate_fn= (a "
+                "function from a list of samples to a batch), or a transform= that returns "
+                f"tensors (for PIL images, torchvision.transforms.ToTensor()); {exc}"
+            ) from None

@@ -82,6 +82,8 @@ STATE_VERSION = 1
 _EMBEDDED = ("memory", "shm")
 #: what a sample whose read fails for good does: stop training, or leave the batch
 _ON_ERROR = ("raise", "skip")
+#: the cache budget when none is given: a fifth of the data set's bytes
+DEFAULT_CACHE = "20%"
 #: read-ahead's default staging budget (outside the cache's budget)
 DEFAULT_READAHEAD_BYTES = 64 * 2**20
 
@@ -187,7 +189,7 @@ class HotsetLoader:
 
     def __init__(
         self,
-        data: HotsetDataset,
+        data: HotsetDataset | Any,
         *,
         system: str = "lru",
         cache: str | int | float | None = None,
@@ -213,15 +215,24 @@ class HotsetLoader:
         timeout: float = 0.0,
         multiprocessing_context: str | None = None,
         worker_init_fn: Callable[[int], None] | None = None,
+        collate_fn: Callable[[list[Any]], Any] | None = None,
     ) -> None:
         from torch.utils.data import DataLoader
 
         from hotset.systems.registry import build_system, get_spec
 
+        #: what the user gave: a HotsetDataset, or their own map-style Dataset
+        self.dataset = data
         if not isinstance(data, HotsetDataset):
-            raise HotsetError(
-                f"data must be a HotsetDataset (hotset.open_dataset(...)), got {data!r:.80}"
-            )
+            try:
+                data = as_hotset_dataset(data, progress=progress is True)
+            except HotsetError as exc:
+                raise HotsetError(
+                    "data must be a HotsetDataset (hotset.open_dataset(...)), a data set "
+                    f"location, or a map-style Dataset: {exc}"
+                ) from None
+        if collate_fn is not None and not callable(collate_fn):
+            raise HotsetError(f"collate_fn must be callable or None, got {collate_fn!r:.80}")
         # Every option is type-checked here, by name: a wrong type would otherwise surface
         # as a torch/numpy traceback, or (verify="no" being truthy) silently mean the opposite.
         if not isinstance(system, str):
@@ -235,6 +246,11 @@ class HotsetLoader:
         persistent_workers = _check_bool("persistent_workers", persistent_workers)
         drop_last = _check_bool("drop_last", drop_last)
         verify = _check_bool("verify", verify)
+        if (
+            data.manifest.meta.get("source") == "user-dataset"
+            and data.manifest.hashes[0] == "0" * 16
+        ):
+            verify = False  # from_dataset(sizes=...): nothing was hashed (it warned)
         progress = _check_bool("progress", progress)
         timeout = _check_timeout(timeout)
         namespace = check_share_key(namespace)
@@ -381,6 +397,7 @@ class HotsetLoader:
             layout=data.layout,
             shared=self._session is not None and self._session.shared,
             skip_errors=on_error == "skip",
+            collate_fn=collate_fn,
         )
         #: on_error="skip": id -> why its read failed, for every sample skipped so far
         self._skipped: dict[int, str] = {}
@@ -408,6 +425,8 @@ class HotsetLoader:
         self._next_epoch = 0
         self._epoch_set = False
         self._yielded = 0
+        #: update() calls this epoch (a learning system without any fails clearly)
+        self._updates = 0
         self._outstanding = np.zeros(n, dtype=np.int32)
         self._pending_val: float | None = None
         self._start_state: dict[str, Any] | None = None
@@ -437,7 +456,8 @@ class HotsetLoader:
                 raise HotsetError(f"cache {cache!r} needs cache_bytes= (its budget)")
             return cache, amount(cache_bytes, "cache_bytes")
         if cache is None:
-            return "memory", 0 if cache_bytes is None else amount(cache_bytes, "cache_bytes")
+            # the embedded cache at a share that pays on most data sets (see loader())
+            return "memory", amount(DEFAULT_CACHE if cache_bytes is None else cache_bytes, "cache")
         if cache_bytes is not None:
             raise HotsetError(
                 f"give the budget once: cache={cache!r} is already a size, drop cache_bytes"
@@ -504,6 +524,12 @@ class HotsetLoader:
         """Per-sample losses of a batch, keyed by the ids the loader yielded with it."""
         if self._status == "idle":
             raise HotsetError("update: no epoch in progress; iterate the loader first")
+        if getattr(losses, "ndim", None) == 0 or isinstance(losses, int | float):
+            raise HotsetError(
+                "update: losses must hold one loss per sample (shape (batch,)), got a single "
+                "number: compute the loss with reduction='none', e.g. "
+                "F.cross_entropy(out, y, reduction='none'), and take .mean() for backward()"
+            )
         id_arr = as_ids(ids, what="update ids")
         loss_arr = as_values(losses, len(id_arr), id_arr, what="update losses")
         n = len(self._outstanding)
@@ -520,6 +546,7 @@ class HotsetLoader:
                 f"{self._planner.epoch} (or its loss was already given)"
             )
         self._outstanding[uniq] -= need.astype(np.int32)
+        self._updates += 1
         self._planner.give(self._yielded - 1, id_arr.copy(), loss_arr.copy())
 
     def record_validation(self, accuracy: float) -> None:
@@ -531,6 +558,19 @@ class HotsetLoader:
         if self._status == "idle":
             raise HotsetError("record_validation: no epoch to attach it to")
         self._pending_val = float(accuracy)
+
+    def summary(self) -> str:
+        """The report as a table to print: one line per epoch, what people read.
+
+        Hits next to coverage (distinct samples trained), the training loss and
+        validation accuracy the loop gave (``update``, ``record_validation``),
+        stall and throughput.
+        """
+        from hotset.torch.report import summary_table
+
+        return summary_table(
+            self.report(), train_loss=self.system.train_loss, val_accuracy=self.system.val_accuracy
+        )
 
     def report(self) -> list[dict[str, Any]]:
         """One row per epoch (the current one too): counts, stall and throughput."""
@@ -572,12 +612,22 @@ class HotsetLoader:
         self._planner.begin(epoch, rank=self.rank, world_size=self.world_size)
         self._status = "running"
         self._yielded = 0
+        self._updates = 0
         self._outstanding[:] = 0
         self._pending_val = None
         self._current = EpochStats(epoch)
         self._epoch_set = False
 
     def _close_epoch(self) -> None:
+        if self._updates == 0 and self._yielded and self.system.capabilities.learns:
+            # Without this the system fails later, on its own terms (a NaN training loss).
+            raise HotsetError(
+                f"system {self.system.name!r} learns from per-sample losses, but epoch "
+                f"{self._planner.epoch} got none: after each step call "
+                "loader.update(ids, loss) with loss = criterion(output, y) computed with "
+                "reduction='none' (one loss per sample); or pick a system that does not learn "
+                "(lru, minio, pytorch)"
+            )
         self._planner.finish(val_accuracy=self._pending_val)
         if self._current is not None:
             self._current.coverage = self._coverage.close_epoch()
@@ -737,6 +787,7 @@ class HotsetLoader:
             "next_epoch": self._next_epoch,
             "epoch_set": self._epoch_set,
             "yielded": self._yielded,
+            "updates": self._updates,
             "system_state": self._start_state if running else system_state(self.system),
             "feedback": self._planner.feedback_state() if running else None,
             "outstanding": self._outstanding.copy() if running else None,
@@ -790,6 +841,7 @@ class HotsetLoader:
             yielded = int(state["yielded"])
             self._planner.replay(yielded, feedback, [int(a) for a in fb["applied_at"]])
             self._yielded = yielded
+            self._updates = int(state.get("updates", len(fb["tags"])))
             self._outstanding[:] = np.asarray(state["outstanding"], dtype=np.int32)
             if state["current"] is not None:
                 self._current = EpochStats.from_state(state["current"])
@@ -798,24 +850,45 @@ class HotsetLoader:
         self._abandon_unwritten(clear=True)
 
 
+def as_hotset_dataset(data: Any, *, progress: bool = False) -> HotsetDataset:
+    """``data`` as a :class:`HotsetDataset`: opened from a location, or a user's map-style
+    Dataset wrapped (:func:`hotset.torch.user.from_dataset`, its items cached pickled)."""
+    import os
+
+    from hotset.torch.user import from_dataset
+
+    if isinstance(data, HotsetDataset):
+        return data
+    if isinstance(data, str | os.PathLike):
+        return open_dataset(data)
+    return from_dataset(data, progress=progress)
+
+
 def loader(
-    data: HotsetDataset | str,
+    data: HotsetDataset | str | Any,
     *,
     system: str = "lru",
     cache: str | int | float | None = None,
     batch_size: int = 64,
     **options: Any,
 ) -> HotsetLoader:
-    """Build a :class:`HotsetLoader`; ``data`` may be a location (opened with ``decode="image"``).
+    """Build a :class:`HotsetLoader` over ``data``.
+
+    ``data`` is a :class:`HotsetDataset` (:func:`open_dataset`), a location
+    (opened with ``decode="image"``), or the user's own map-style ``Dataset``:
+    its items, as ``__getitem__`` returns them, are cached pickled (see
+    :mod:`hotset.torch.user`; :func:`hotset.from_dataset` caches raw bytes
+    instead, which holds more samples). ``loader.dataset`` is what was given.
 
     ``cache`` is a budget for the embedded shared-memory cache (``"2gb"``,
-    ``2_000_000``, or a float fraction of the dataset's bytes such as ``0.2``),
-    or a backend (``"redis://host:port/db"``, ``"redis+cluster://h:p,h:p"``,
+    ``2_000_000``, ``"20%"`` or a float fraction of the dataset's bytes such as
+    ``0.2``; left out, 20% of the data set), or a backend (``"redis://host:port/db"``, ``"redis+cluster://h:p,h:p"``,
     ``"memory"``) with the budget in ``cache_bytes=``. Other options: see
     :class:`HotsetLoader` (``num_workers``, ``seed``, ``pin_memory``,
     ``persistent_workers``, ``prefetch_factor``, ``io_threads``,
     ``readahead_bytes``, ``verify``,
-    ``system_options``, ``progress``, ``check_store``, ``rank``/``world_size``).
+    ``system_options``, ``progress``, ``check_store``, ``rank``/``world_size``,
+    ``collate_fn``: from the list of decoded samples to a batch's ``x``).
 
     ``verify`` (on by default) checks every sample against the manifest's xxh3
     before it reaches training: a file read from storage that does not match is
@@ -845,6 +918,4 @@ def loader(
     namespace is collected by the next loader on the server once its lease has
     lapsed, or by ``hotset cache gc --redis URL`` (:mod:`hotset.cachestore.session`).
     """
-    if not isinstance(data, HotsetDataset):
-        data = open_dataset(data)
     return HotsetLoader(data, system=system, cache=cache, batch_size=batch_size, **options)

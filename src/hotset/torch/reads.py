@@ -151,7 +151,16 @@ class StoreReader:
         if self.verify:
             got = xxh3_hex(data)
             if got != digest:
-                raise IntegrityError(f"{where}: stored bytes hash to {got}, {source} says {digest}")
+                hint = ""
+                if _user_items(self.store):
+                    hint = (
+                        ": __getitem__ returned other bytes for the same index than when the "
+                        "data set was measured (random augmentation? move it to transform=, "
+                        "which runs after the cache)"
+                    )
+                raise IntegrityError(
+                    f"{where}: stored bytes hash to {got}, {source} says {digest}{hint}"
+                )
 
     def submit_unit(self, unit: int) -> Future[bytes]:
         """Read a whole unit on the I/O threads (one request)."""
@@ -282,6 +291,16 @@ class StoreReader:
             for sid in self.layout.members(unit).tolist():
                 self.failed[sid] = str(exc)
             return None
+
+
+def _user_items(store: Store) -> bool:
+    """Whether ``store`` (behind retries) pickles a user's Dataset items."""
+    from hotset.storage.retry import RetryingStore
+    from hotset.torch.user import ItemStore
+
+    while isinstance(store, RetryingStore):
+        store = store.inner
+    return isinstance(store, ItemStore) and store.pickles
 
 
 def _on_this_machine(store: Store) -> bool:

@@ -132,3 +132,48 @@ class EpochStats:
         out.wall_seconds = float(state["wall_seconds"])
         out.finished = bool(state["finished"])
         return out
+
+
+#: (header, row key, format) of each column of :func:`summary_table`
+_SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("epoch", "epoch", "{:d}"),
+    ("samples", "requests", "{:d}"),
+    ("exact hits", "exact_hit_ratio", "{:.1%}"),
+    ("substituted", "substitutions", "{:d}"),
+    ("storage reads", "storage_reads", "{:d}"),
+    ("distinct trained", "unique_ids_trained", "{:d}"),
+    ("never trained", "never_trained", "{:d}"),
+    ("train loss", "train_loss", "{:.4f}"),
+    ("val acc", "val_accuracy", "{:.2%}"),
+    ("stall s", "stall_seconds", "{:.2f}"),
+    ("samples/s", "samples_per_s", "{:.0f}"),
+)
+
+
+def summary_table(
+    rows: list[dict[str, Any]], *, train_loss: list[float], val_accuracy: list[float]
+) -> str:
+    """Report rows as an aligned text table; loss and accuracy per epoch where known.
+
+    ``train_loss``/``val_accuracy`` are the system's per-epoch lists (one entry
+    per finished epoch, in order), so row ``i`` of a finished epoch takes entry ``i``.
+    """
+    body = []
+    for i, row in enumerate(rows):
+        values = dict(row)
+        loss = train_loss[i] if i < len(train_loss) else None
+        # NaN: an epoch that got no losses (a system that does not learn needs none)
+        values["train_loss"] = loss if loss is not None and loss == loss else None
+        values["val_accuracy"] = val_accuracy[i] if i < len(val_accuracy) else None
+        cells = []
+        for _, key, fmt in _SUMMARY_COLUMNS:
+            value = values.get(key)
+            cells.append("-" if value is None else fmt.format(value))
+        body.append(cells)
+    heads = [h for h, _, _ in _SUMMARY_COLUMNS]
+    widths = [max(len(h), *(len(r[j]) for r in body)) for j, h in enumerate(heads)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in body]
+    if not body:
+        lines.append("(no epoch run yet)")
+    return "\n".join(lines)

@@ -1,0 +1,117 @@
+"""DataLoader conventions and the common mistakes, each a clear error naming the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import hotset
+
+
+def _data(dataset_dir: Path, decode: str = "image") -> Any:
+    return hotset.open_dataset(dataset_dir, decode=decode)
+
+
+def test_the_defaults_work_with_a_fifth_of_the_data_cached(dataset_dir: Path) -> None:
+    data = _data(dataset_dir)
+    with hotset.loader(data, batch_size=16) as loader:
+        assert loader.capacity_bytes == int(0.2 * data.manifest.total_bytes)
+        assert loader.dataset is data
+        loader.set_epoch(0)
+        assert sum(len(ids) for _, _, ids, _ in loader) == 200
+
+
+def test_collate_fn_gets_the_decoded_samples(dataset_dir: Path) -> None:
+    def collate(samples: list[torch.Tensor]) -> dict[str, Any]:
+        return {"images": torch.stack(samples), "count": len(samples)}
+
+    with hotset.loader(_data(dataset_dir), batch_size=16, collate_fn=collate) as loader:
+        loader.set_epoch(0)
+        batches = [x for x, _, _, _ in loader]
+    assert all(b["images"].shape[1:] == (3, 8, 8) for b in batches)
+    assert sum(b["count"] for b in batches) == 200
+
+
+def test_pil_images_without_a_transform_name_both_fixes(dataset_dir: Path) -> None:
+    with (
+        hotset.loader(_data(dataset_dir, "pil"), batch_size=16) as loader,
+        pytest.raises(hotset.HotsetError, match=r"collate_fn=.*ToTensor"),
+    ):
+        loader.set_epoch(0)
+        next(iter(loader))
+
+
+def test_pil_images_with_a_transform(dataset_dir: Path) -> None:
+    import numpy as np
+
+    def to_tensor(image: Any) -> torch.Tensor:
+        return torch.from_numpy(np.asarray(image, dtype=np.float32) / 255.0).permute(2, 0, 1)
+
+    data = hotset.open_dataset(dataset_dir, decode="pil", transform=to_tensor)
+    plain = _data(dataset_dir)
+    with hotset.loader(data, batch_size=16) as loader:
+        loader.set_epoch(0)
+        x, _, ids, _ = next(iter(loader))
+    assert torch.allclose(x, torch.stack([plain[i][0] for i in ids.tolist()]))
+
+
+def test_a_scalar_loss_names_reduction_none(dataset_dir: Path) -> None:
+    with hotset.loader(_data(dataset_dir), system="shade", batch_size=16) as loader:
+        loader.set_epoch(0)
+        _, _, ids, _ = next(iter(loader))
+        with pytest.raises(hotset.HotsetError, match="reduction='none'"):
+            loader.update(ids, torch.tensor(0.5))
+
+
+def test_forgetting_update_with_a_learning_system_names_the_fix(dataset_dir: Path) -> None:
+    with hotset.loader(_data(dataset_dir), system="shade", batch_size=16) as loader:
+        loader.set_epoch(0)
+        for _ in loader:
+            pass
+        loader.set_epoch(1)
+        with pytest.raises(hotset.HotsetError, match=r"loader.update\(ids, loss\)"):
+            next(iter(loader))
+
+
+def test_a_system_that_does_not_learn_needs_no_update(dataset_dir: Path) -> None:
+    with hotset.loader(_data(dataset_dir), system="lru", batch_size=16) as loader:
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            for _ in loader:
+                pass
+        assert len(loader.report()) == 2
+
+
+def test_ids_from_another_loader_are_refused(dataset_dir: Path) -> None:
+    data = _data(dataset_dir)
+    with (
+        hotset.loader(data, system="shade", batch_size=16, seed=1) as one,
+        hotset.loader(data, system="shade", batch_size=16, seed=2) as two,
+    ):
+        one.set_epoch(0)
+        two.set_epoch(0)
+        _, _, ids_one, _ = next(iter(one))
+        _, _, ids_two, _ = next(iter(two))
+        stranger = [i for i in ids_two.tolist() if i not in set(ids_one.tolist())][:1]
+        with pytest.raises(hotset.HotsetError, match="not yielded by this loader"):
+            one.update(torch.tensor(stranger), torch.ones(len(stranger)))
+
+
+def test_summary_is_a_table_with_coverage_loss_and_accuracy(dataset_dir: Path) -> None:
+    with hotset.loader(_data(dataset_dir), system="shade", batch_size=16) as loader:
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            for _, _, ids, _ in loader:
+                loader.update(ids, torch.full((len(ids),), 0.5))
+            loader.record_validation(0.25)
+        loader.set_epoch(2)
+        for _, _, ids, _ in loader:  # closes epoch 1
+            loader.update(ids, torch.full((len(ids),), 0.5))
+        table = loader.summary()
+    lines = table.splitlines()
+    assert "distinct trained" in lines[0] and "val acc" in lines[0]
+    assert len(lines) == 4  # header + 3 epochs
+    assert "0.5000" in lines[1] and "25.00%" in lines[1]
