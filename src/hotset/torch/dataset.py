@@ -131,6 +131,33 @@ class HotsetDataset:
         label = int(self.manifest.labels[index])
         return decode_sample(self.decode, self.transform, data, key), label
 
+    def subset(self, indices: Any) -> HotsetDataset:
+        """The samples ``indices`` (in that order) as a data set of their own, ids ``0..k-1``.
+
+        Same files, same store, no copy: for a validation split or a quick run on
+        part of the data. The chunk layout is dropped (chunks would mix kept and
+        left-out samples); pack the subset on disk if a chunk-reading system needs one.
+        """
+        import numpy as np
+
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        n = len(self.manifest)
+        if len(idx) == 0:
+            raise HotsetError("subset: no indices given")
+        if idx.min() < 0 or idx.max() >= n or len(np.unique(idx)) != len(idx):
+            raise HotsetError(f"subset: indices must be distinct ids in 0..{n - 1}")
+        m = self.manifest
+        keys, hashes = m.keys, m.hashes
+        manifest = Manifest(
+            np.arange(len(idx)),
+            [keys[i] for i in idx.tolist()],
+            m.sizes[idx],
+            m.labels[idx],
+            [hashes[i] for i in idx.tolist()],
+            meta={k: v for k, v in m.meta.items() if k != "num_samples"},
+        )
+        return replace(self, manifest=manifest, layout=None, source=f"{self.source}[subset]")
+
     def with_store(self, store: Store) -> HotsetDataset:
         """The same dataset read through another store (e.g. a throttled wrapper)."""
         return replace(self, store=store)
