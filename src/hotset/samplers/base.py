@@ -33,6 +33,8 @@ class EpochContext:
     val_accuracy: tuple[float, ...] = ()
     #: mean training loss of each finished epoch, oldest first
     train_loss: tuple[float, ...] = ()
+    #: the last epoch each sample id was trained in (-1: never), or None if unknown
+    last_epoch: npt.NDArray[np.int64] | None = None
 
 
 class Sampler(ABC):

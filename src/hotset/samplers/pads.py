@@ -40,6 +40,27 @@ One epoch, step by step (every step is a function of the seed, the epoch and the
 
 ``pads=False`` gives the plain loss-based importance sampling of SHADE's §6.2
 ablations: steps 1, 2 and the relaxed shard only (no sort, no repetition).
+
+Guards against training a subset (issue: SHADE, once cached ids fill a third of
+a rank's draw with ``rep_factor`` 3, schedules only hits, admits nothing and
+trains the same ids forever). All off by default, so ``shade`` stays the
+authors' arithmetic; each is an option every PADS-based system accepts:
+
+* ``coverage_floor`` (a share ``f`` in [0, 1)): the last ``F = ceil(f * L)``
+  slots of each rank's order go to the ``F * W`` samples trained longest ago
+  (never-trained first, ties in a seeded random order, dealt ``r::W``), after the
+  first ``L - F`` ids of the order above. Every sample is then trained at least
+  once every ``ceil(n / (F * W))`` epochs, whatever the cache holds.
+* ``anneal_from`` (an epoch): from that epoch on the order is a uniform
+  permutation of all ids, strided across ranks (padded by wrapping, as torch's
+  DistributedSampler does): InfoBatch's annealing, the last epochs on the full
+  data so that the final model has seen it all recently.
+* ``loss_weights(ids)``: ``1 / (N * p_i)`` with ``p_i`` the probability of id
+  ``i`` in this epoch's draw (1 in an anneal epoch), which makes the weighted
+  loss of the draw an unbiased estimate of the full-data loss. It corrects the
+  importance draw only: repetitions (the cache's choice of which drawn ids to
+  repeat) and the floor change how often a sample is trained, not the
+  distribution it was drawn from, and are not corrected.
 """
 
 from __future__ import annotations
@@ -71,8 +92,28 @@ class PADSSampler(Sampler):
         ls_init_frac: float = 0.01,
         batch_size: int = 128,
         pads: bool = True,
+        coverage_floor: float = 0.0,
+        anneal_from: int | None = None,
     ) -> None:
         super().__init__(n, seed=seed)
+        if (
+            isinstance(coverage_floor, bool)
+            or not isinstance(coverage_floor, int | float)
+            or not 0 <= coverage_floor < 1
+        ):
+            raise HotsetError(
+                f"pads: coverage_floor must be a share in [0, 1), got {coverage_floor!r}"
+            )
+        if anneal_from is not None and (
+            isinstance(anneal_from, bool) or not isinstance(anneal_from, int) or anneal_from < 0
+        ):
+            raise HotsetError(
+                f"pads: anneal_from must be an epoch (an integer >= 0) or None, got {anneal_from!r}"
+            )
+        self.coverage_floor = float(coverage_floor)
+        self.anneal_from = anneal_from
+        #: the draw probability of each id in the epoch of the last order() (loss_weights)
+        self._probs = np.full(n, 1.0 / n)
         if isinstance(rep_factor, bool) or not isinstance(rep_factor, int | float):
             raise HotsetError(f"pads: rep_factor must be a number, got {rep_factor!r}")
         if not math.isfinite(rep_factor) or rep_factor < 1 or (2 * rep_factor) % 1 != 0:
@@ -190,17 +231,54 @@ class PADSSampler(Sampler):
             reps[: cached // 2] += 1
         return reps
 
+    def floor_ids(self, ctx: EpochContext) -> IntArray:
+        """This rank's share of the epoch's coverage floor: the stalest samples."""
+        world = self._check_topology(ctx)
+        per_rank = math.ceil(self.coverage_floor * self.per_rank_length(world))
+        if per_rank == 0:
+            return np.zeros(0, dtype=np.int64)
+        last = (
+            np.full(self.n, -1, dtype=np.int64)
+            if ctx.last_epoch is None
+            else np.asarray(ctx.last_epoch, dtype=np.int64)
+        )
+        tiebreak = np.random.default_rng([self.seed, int(ctx.epoch), 2]).random(self.n)
+        stalest = np.lexsort((tiebreak, last))[: per_rank * world]
+        return stalest[ctx.rank :: world].astype(np.int64, copy=False)
+
+    def loss_weights(self, ids: IntArray) -> np.ndarray:
+        """``1 / (N * p_i)`` of the current epoch's draw (see the module docstring)."""
+        return 1.0 / (self.n * self._probs[np.asarray(ids, dtype=np.int64)])
+
     # -- the order --------------------------------------------------------------
     def order(self, ctx: EpochContext) -> IntArray:
         world = self._check_topology(ctx)
         mode, signal = self.mode(ctx)
         self.last_mode, self.last_signal = mode, signal
         self.last_ls_param = self.ls_param(ctx.train_loss)
+        length = self.per_rank_length(world)
+        if self.anneal_from is not None and ctx.epoch >= self.anneal_from:
+            self.last_mode, self.last_cached, self.last_repeated = "anneal", 0, 0
+            self._probs = np.full(self.n, 1.0 / self.n)
+            perm = self.epoch_rng(ctx.epoch).permutation(self.n).astype(np.int64)
+            padded = np.resize(perm, length * world)  # wraps, like DistributedSampler
+            return padded[ctx.rank :: world]
+        w = self.weights(ctx)
+        self._probs = w / w.sum()
+        floor = self.floor_ids(ctx)
+        body = self._body(ctx, world, length)[: length - len(floor)]
+        if not len(floor):
+            return body
+        tail = floor.copy()
+        np.random.default_rng([self.seed, int(ctx.epoch), 3, int(ctx.rank)]).shuffle(tail)
+        return np.concatenate([body, tail]).astype(np.int64, copy=False)
+
+    def _body(self, ctx: EpochContext, world: int, length: int) -> IntArray:
+        """Steps 2-5: the shard, with cache-aware repetition under ``pads``."""
         shard = self.shard(ctx)
         if not self.pads:
             self.last_cached = self.last_repeated = 0
             return shard
-        length = self.per_rank_length(world)
         if ctx.resident:
             resident = np.fromiter(ctx.resident, dtype=np.int64, count=len(ctx.resident))
             cached_mask = np.isin(shard, resident)

@@ -55,11 +55,13 @@ class System:
         ``announce=False`` keeps the order from the policy (a replayed trace
         that a real cache would not know in advance).
         """
+        snapshot = self.table.snapshot()
         ctx = EpochContext(
             epoch=epoch,
             rank=rank,
             world_size=world_size,
-            scores=self.table.snapshot().scores,
+            scores=snapshot.scores,
+            last_epoch=snapshot.last_epoch,
             resident=self.policy.resident(),
             val_accuracy=tuple(self.val_accuracy),
             train_loss=tuple(self.train_loss),
@@ -79,7 +81,11 @@ class System:
             self.policy.observe(ids, scores)
 
     def weights(self, ids: IntArray) -> npt.NDArray[np.float64]:
-        """Loss weights for ``ids``; all ones unless the system is weighted."""
+        """Loss weights for ``ids``: the sampler's (importance sampling), or all ones."""
+        if self.weighted:
+            loss_weights = getattr(self.sampler, "loss_weights", None)
+            if loss_weights is not None:
+                return np.asarray(loss_weights(ids), dtype=np.float64)
         return np.ones(len(ids), dtype=np.float64)
 
     def end_epoch(self, *, train_loss: float, val_accuracy: float | None) -> None:

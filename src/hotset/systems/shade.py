@@ -43,8 +43,11 @@ from hotset.samplers.pads import PADSSampler
 from hotset.systems.base import System, SystemSpec
 
 #: SHADE's defaults; every option a SHADE-family system accepts is listed here
-SHADE_DEFAULTS: dict[str, Any] = {"rep_factor": 3.0, "ls_init_frac": 0.01}
-VARIANT_DEFAULTS: dict[str, Any] = {"ls_init_frac": 0.01}
+#: guards against training a subset, off by default (see hotset.samplers.pads):
+#: ``unbiased`` yields ``1 / (N p_i)`` loss weights through the loader's ``w``
+GUARD_DEFAULTS: dict[str, Any] = {"coverage_floor": 0.0, "anneal_from": None, "unbiased": False}
+SHADE_DEFAULTS: dict[str, Any] = {"rep_factor": 3.0, "ls_init_frac": 0.01, **GUARD_DEFAULTS}
+VARIANT_DEFAULTS: dict[str, Any] = {"ls_init_frac": 0.01, **GUARD_DEFAULTS}
 
 
 def _options(system: str, given: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -55,6 +58,13 @@ def _options(system: str, given: dict[str, Any], defaults: dict[str, Any]) -> di
             f"it accepts {', '.join(sorted(defaults)) or 'none'}"
         )
     return {**defaults, **given}
+
+
+def _unbiased(system: str, opts: dict[str, Any]) -> bool:
+    value = opts["unbiased"]
+    if not isinstance(value, bool):
+        raise HotsetError(f"system {system!r}: unbiased must be True or False, got {value!r}")
+    return value
 
 
 def build_shade(
@@ -70,11 +80,13 @@ def build_shade(
             rep_factor=opts["rep_factor"],
             ls_init_frac=opts["ls_init_frac"],
             batch_size=batch_size,
+            coverage_floor=opts["coverage_floor"],
+            anneal_from=opts["anneal_from"],
         ),
         policy=APP(budget, seed=seed),
         table=ImportanceTable(n),
         scorer=LogRankScorer(),
-        weighted=False,
+        weighted=_unbiased("shade", opts),
         options={"batch_size": batch_size, "policy": "app", **opts},
     )
 
@@ -92,12 +104,18 @@ def _variant(
         return System(
             name=system,
             sampler=PADSSampler(
-                n, seed=seed, ls_init_frac=opts["ls_init_frac"], batch_size=batch_size, pads=False
+                n,
+                seed=seed,
+                ls_init_frac=opts["ls_init_frac"],
+                batch_size=batch_size,
+                pads=False,
+                coverage_floor=opts["coverage_floor"],
+                anneal_from=opts["anneal_from"],
             ),
             policy=make(budget, seed),
             table=ImportanceTable(n),
             scorer=scorer(),
-            weighted=False,
+            weighted=_unbiased(system, opts),
             options={"batch_size": batch_size, "policy": policy_name, **opts},
         )
 
