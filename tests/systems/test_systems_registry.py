@@ -114,3 +114,20 @@ def test_a_listed_module_that_does_not_exist_is_an_error() -> None:
             system_names()
     finally:
         registry._MODULES[:] = before
+
+
+def test_system_specs_carry_options() -> None:
+    from hotset.systems.registry import parse_system, split_systems
+
+    assert parse_system("shade") == ("shade", {})
+    assert parse_system("shade[coverage_floor=0.2,anneal_from=13,unbiased=true]") == (
+        "shade",
+        {"coverage_floor": 0.2, "anneal_from": 13, "unbiased": True},
+    )
+    assert split_systems("pytorch, shade[a=1,b=2],lru") == ["pytorch", "shade[a=1,b=2]", "lru"]
+    with pytest.raises(HotsetError, match="not option=value"):
+        parse_system("shade[oops]")
+    with pytest.raises(HotsetError, match="unknown system"):
+        parse_system("nope[a=1]")
+    with pytest.raises(HotsetError, match="NAME\\[option=value"):
+        parse_system("shade[a=1")

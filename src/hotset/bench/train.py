@@ -57,10 +57,9 @@ def run(
     from tqdm import tqdm
 
     from hotset.sim.live import run_live
-    from hotset.systems.registry import get_spec
+    from hotset.systems.registry import parse_system
 
-    for system in systems:
-        get_spec(system)
+    specs = {system: parse_system(system) for system in systems}  # "name[opt=v,...]" too
     order = [BASELINE, *[s for s in systems if s != BASELINE]]
     runs: list[dict[str, Any]] = []
     cells = [(w, seed, s) for w in workloads for seed in seeds for s in order]
@@ -69,8 +68,10 @@ def run(
     for workload, seed, system in bar:
         bar.set_postfix_str(f"{workload} seed {seed} {system}")
         dataset = workload_dir(workload, data_dir=data_dir, synth_n=synth_n, progress=progress)
+        name, options = specs.get(system) or parse_system(system)
         result = run_live(
-            system=system,
+            system=name,
+            options=options or None,
             dataset=str(dataset),
             cache_frac=cache_frac,
             epochs=epochs,

@@ -9,11 +9,17 @@ import click
 from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_ints, parse_list
 from hotset.cli.bench import finish, root_option
 from hotset.errors import HotsetError
+from hotset.systems.registry import split_systems
 
 
 @click.command("train")
 @click.option("--workloads", default="digits", show_default=True, help="synth and/or digits.")
-@click.option("--systems", default="pytorch,lru,minio,shade", show_default=True)
+@click.option(
+    "--systems",
+    default="pytorch,lru,minio,shade",
+    show_default=True,
+    help="Comma list; NAME[option=value,...] compares option settings (one row each).",
+)
 @click.option("--seeds", default="0,1,2", show_default=True)
 @click.option("--epochs", type=click.IntRange(min=1), default=15, show_default=True)
 @click.option(
@@ -53,7 +59,7 @@ def command(
     result = run(
         data_dir=data_dir,
         workloads=parse_list(workloads, option="--workloads"),
-        systems=parse_list(systems, option="--systems"),
+        systems=split_systems(systems),
         seeds=seed_values,
         epochs=epochs,
         cache_frac=cache_frac,

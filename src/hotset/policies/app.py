@@ -23,6 +23,18 @@ epoch through :meth:`update_importance` (a whole snapshot). The PQ is a binary
 heap with lazy invalidation: a changed key pushes a new entry and stale ones are
 skipped when popped, so every operation is O(log n) amortised.
 
+Two deviations from the paper's words, kept on purpose and measured by the
+benchmarks as they stand (changing them changes every committed SHADE figure):
+
+* the paper (§4.2.2) compares the newcomer's *score* with the PQ minimum's
+  ("greater than or equal to that of the cached sample that has the smallest
+  importance score"); here the whole key ``(score, frequency)`` is compared, so
+  at equal scores the more frequently accessed sample wins -- the ghost record
+  is ``<ir, af>`` in the paper too, and the authors' code sorts by both;
+* residents with equal keys leave in id order (the heap's third component),
+  a deterministic bias towards keeping high ids; with log-rank scores exact
+  ties are rare after the first epoch (ranks within a batch are distinct).
+
 :class:`ScoredCache` holds the shared machinery; the §6.2 ablations in
 :mod:`hotset.policies.shade_variants` reuse it with other keys and admission rules.
 """

@@ -12,6 +12,7 @@ than silently shrinking the list of systems a user can choose from.
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 from hotset.engine.capabilities import Capabilities
@@ -64,6 +65,58 @@ def get_spec(name: str) -> SystemSpec:
     if spec is None:
         raise HotsetError(f"unknown system {name!r}; choose from {', '.join(specs)}")
     return spec
+
+
+_SPEC = re.compile(r"^\s*([A-Za-z0-9_]+)\s*(?:\[(.*)\])?\s*$")
+
+
+def _option_value(text: str) -> Any:
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def parse_system(text: str) -> tuple[str, dict[str, Any]]:
+    """``"shade"`` or ``"shade[coverage_floor=0.2,unbiased=true]"`` -> (name, options).
+
+    Lets a benchmark or command line compare one system with a few option
+    settings side by side (a row per spec). Values are ``true``/``false``/``none``,
+    integers, floats, else strings; the system validates them when built.
+    """
+    match = _SPEC.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise HotsetError(f"system spec {text!r:.80} is not NAME or NAME[option=value,...]")
+    name, body = match.group(1), match.group(2)
+    get_spec(name)
+    options: dict[str, Any] = {}
+    for part in [] if not body else body.split(","):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip():
+            raise HotsetError(f"system spec {text!r}: {part!r} is not option=value")
+        options[key.strip()] = _option_value(value)
+    return name, options
+
+
+def split_systems(text: str) -> list[str]:
+    """A comma-separated list of system specs; commas inside ``[...]`` stay with their spec."""
+    out, depth, current = [], 0, ""
+    for ch in text:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            out.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    out.append(current.strip())
+    return [s for s in out if s]
 
 
 def capabilities_of(name: str) -> Capabilities:
