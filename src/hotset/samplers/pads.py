@@ -41,6 +41,13 @@ One epoch, step by step (every step is a function of the seed, the epoch and the
    drawn samples first, so they get the extra copy. Values below 1 are refused:
    the authors' code then produces fewer ids than the epoch needs.
 
+``adaptive=True`` adds the paper's adaptivity (repetitions that follow the loss,
+a shuffle epoch on a steep loss decline or a stagnant accuracy curve):
+:mod:`hotset.samplers.pads_schedule` says how the paper's words are read.
+``aggressive="head"`` gives aggressive mode the authors' meaning: each rank
+draws for itself and trains the most-drawn head of its own sorted draw (with one
+rank that is the same multiset as ``"blocks"``, sorted by frequency).
+
 ``pads=False`` gives the plain loss-based importance sampling of SHADE's §6.2
 ablations: steps 1, 2 and the relaxed shard only (no sort, no repetition).
 
@@ -76,9 +83,14 @@ import numpy as np
 
 from hotset.errors import HotsetError
 from hotset.samplers.base import EpochContext, IntArray, Sampler
+from hotset.samplers.pads_schedule import Schedule, adaptive_schedule
 
 #: the mode's signal looks at this many most recent epoch-to-epoch changes
 TREND_EPOCHS = 3
+#: "blocks": rank r takes block r of the one global frequency-sorted draw;
+#: "head": each rank draws its own ids and trains the head of its own sorted draw
+#: (the authors' code: ``indices[:num_samples]``, only the most-drawn samples)
+AGGRESSIVE_MODES = ("blocks", "head")
 
 
 class PADSSampler(Sampler):
@@ -97,8 +109,27 @@ class PADSSampler(Sampler):
         pads: bool = True,
         coverage_floor: float = 0.0,
         anneal_from: int | None = None,
+        adaptive: bool = False,
+        steep_decline: float = 0.25,
+        stagnant: float = 0.002,
+        aggressive: str = "blocks",
     ) -> None:
         super().__init__(n, seed=seed)
+        if not isinstance(adaptive, bool):
+            raise HotsetError(f"pads: adaptive must be True or False, got {adaptive!r}")
+        for name, value in (("steep_decline", steep_decline), ("stagnant", stagnant)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise HotsetError(f"pads: {name} must be a positive number, got {value!r}")
+        if aggressive not in AGGRESSIVE_MODES:
+            raise HotsetError(
+                f"pads: aggressive must be one of {', '.join(AGGRESSIVE_MODES)}, got {aggressive!r}"
+            )
+        self.adaptive = adaptive
+        self.steep_decline = float(steep_decline)
+        self.stagnant = float(stagnant)
+        self.aggressive = aggressive
+        #: what adaptivity decided for the epoch of the last order() (reports, tests)
+        self.last_schedule = Schedule("pads", float(rep_factor), "not adaptive")
         if (
             isinstance(coverage_floor, bool)
             or not isinstance(coverage_floor, int | float)
@@ -220,17 +251,28 @@ class PADSSampler(Sampler):
     def shard(self, ctx: EpochContext) -> IntArray:
         """This rank's ids before cache-aware repetition (order: the arranged draw's)."""
         world = self._check_topology(ctx)
-        draw = self.global_draw(ctx)
         length = self.per_rank_length(world)
+        if self.mode(ctx)[0] == "aggressive" and self.aggressive == "head":
+            return self._own_head(ctx, length * world)[:length]
+        draw = self.global_draw(ctx)
         if self.mode(ctx)[0] == "aggressive":
             return draw[ctx.rank * length : (ctx.rank + 1) * length]
         return draw[ctx.rank :: world]
 
-    def repetitions(self, cached: int) -> IntArray:
+    def _own_head(self, ctx: EpochContext, total: int) -> IntArray:
+        """This rank's own draw of ``total`` ids, most-drawn first (the authors' aggressive)."""
+        w = self.weights(ctx)
+        rng = np.random.default_rng([self.seed, int(ctx.epoch), 4, int(ctx.rank)])
+        draw = rng.choice(self.n, size=total, replace=True, p=w / w.sum()).astype(np.int64)
+        freq = np.bincount(draw, minlength=self.n)
+        return draw[np.lexsort((draw, -freq[draw]))]
+
+    def repetitions(self, cached: int, rep_factor: float | None = None) -> IntArray:
         """Copies per cached entry, in shard order, for ``cached`` cached entries."""
-        whole = int(self.rep_factor)
+        rep = self.rep_factor if rep_factor is None else rep_factor
+        whole = int(rep)
         reps = np.full(cached, whole, dtype=np.int64)
-        if self.rep_factor != whole:
+        if rep != whole:
             reps[: cached // 2] += 1
         return reps
 
@@ -260,8 +302,21 @@ class PADSSampler(Sampler):
         self.last_mode, self.last_signal = mode, signal
         self.last_ls_param = self.ls_param(ctx.train_loss)
         length = self.per_rank_length(world)
-        if self.anneal_from is not None and ctx.epoch >= self.anneal_from:
-            self.last_mode, self.last_cached, self.last_repeated = "anneal", 0, 0
+        schedule = Schedule("pads", self.rep_factor, "not adaptive")
+        if self.adaptive and self.pads:
+            schedule = adaptive_schedule(
+                ctx.train_loss,
+                ctx.val_accuracy,
+                rep_factor=self.rep_factor,
+                steep_decline=self.steep_decline,
+                stagnant=self.stagnant,
+            )
+        self.last_schedule = schedule
+        annealing = self.anneal_from is not None and ctx.epoch >= self.anneal_from
+        if annealing or schedule.kind == "shuffle":
+            # a uniform permutation of all ids: the anneal tail, or adaptivity's shuffle
+            self.last_mode = "anneal" if annealing else "shuffle"
+            self.last_cached = self.last_repeated = 0
             self._probs = np.full(self.n, 1.0 / self.n)
             perm = self.epoch_rng(ctx.epoch).permutation(self.n).astype(np.int64)
             padded = np.resize(perm, length * world)  # wraps, like DistributedSampler
@@ -269,14 +324,14 @@ class PADSSampler(Sampler):
         w = self.weights(ctx)
         self._probs = w / w.sum()
         floor = self.floor_ids(ctx)
-        body = self._body(ctx, world, length)[: length - len(floor)]
+        body = self._body(ctx, length, schedule.rep_factor)[: length - len(floor)]
         if not len(floor):
             return body
         tail = floor.copy()
         np.random.default_rng([self.seed, int(ctx.epoch), 3, int(ctx.rank)]).shuffle(tail)
         return np.concatenate([body, tail]).astype(np.int64, copy=False)
 
-    def _body(self, ctx: EpochContext, world: int, length: int) -> IntArray:
+    def _body(self, ctx: EpochContext, length: int, rep_factor: float) -> IntArray:
         """Steps 2-5: the shard, with cache-aware repetition under ``pads``."""
         shard = self.shard(ctx)
         if not self.pads:
@@ -289,7 +344,7 @@ class PADSSampler(Sampler):
             cached_mask = np.zeros(len(shard), dtype=bool)
         hits = shard[cached_mask]
         misses = shard[~cached_mask]
-        repeated = np.repeat(hits, self.repetitions(len(hits)))
+        repeated = np.repeat(hits, self.repetitions(len(hits), rep_factor))
         rng = np.random.default_rng([self.seed, int(ctx.epoch), 1, int(ctx.rank)])
         rng.shuffle(repeated)
         rng.shuffle(misses)

@@ -18,7 +18,12 @@ default the paper argues against); §6.6 says its emulations use loss-based
 importance sampling, so they score each sample by its own loss.
 
 ``rep_factor`` defaults to 3.0, the value the authors' launch scripts pass
-(``-rep``, default 3.0); the paper gives no number.
+(``-rep``, default 3.0); the paper gives no number. ``shade`` is adaptive by
+default (repetitions follow the loss, shuffle epochs on a steep loss decline
+or stagnant accuracy, aggressive mode as the authors' code means it);
+``shade[adaptive=false]`` is the authors' fixed arithmetic. Every PADS system
+also takes the guards ``coverage_floor``, ``anneal_from`` and ``unbiased``
+(:mod:`hotset.samplers.pads`).
 """
 
 from __future__ import annotations
@@ -46,7 +51,18 @@ from hotset.systems.base import System, SystemSpec
 #: guards against training a subset, off by default (see hotset.samplers.pads):
 #: ``unbiased`` yields ``1 / (N p_i)`` loss weights through the loader's ``w``
 GUARD_DEFAULTS: dict[str, Any] = {"coverage_floor": 0.0, "anneal_from": None, "unbiased": False}
-SHADE_DEFAULTS: dict[str, Any] = {"rep_factor": 3.0, "ls_init_frac": 0.01, **GUARD_DEFAULTS}
+#: ``adaptive``: the paper's adaptivity (hotset.samplers.pads_schedule); False keeps
+#: the authors' fixed-repetition arithmetic. ``aggressive`` None: "head" (the authors'
+#: meaning) when adaptive, else "blocks" (the arithmetic hotset shipped first)
+SHADE_DEFAULTS: dict[str, Any] = {
+    "rep_factor": 3.0,
+    "ls_init_frac": 0.01,
+    "adaptive": True,
+    "steep_decline": 0.25,
+    "stagnant": 0.002,
+    "aggressive": None,
+    **GUARD_DEFAULTS,
+}
 VARIANT_DEFAULTS: dict[str, Any] = {"ls_init_frac": 0.01, **GUARD_DEFAULTS}
 
 
@@ -82,6 +98,11 @@ def build_shade(
             batch_size=batch_size,
             coverage_floor=opts["coverage_floor"],
             anneal_from=opts["anneal_from"],
+            adaptive=opts["adaptive"],
+            steep_decline=opts["steep_decline"],
+            stagnant=opts["stagnant"],
+            aggressive=opts["aggressive"]
+            or ("head" if opts["adaptive"] is True else "blocks"),
         ),
         policy=APP(budget, seed=seed),
         table=ImportanceTable(n),
