@@ -129,3 +129,43 @@ def test_shade_passes_unbiased_weights_to_training() -> None:
     system.end_epoch(train_loss=2.0, val_accuracy=None)
     order = system.begin_epoch(1)
     assert not np.allclose(system.weights(order), 1.0)
+
+
+def _guard_ctx(
+    n: int, sentinel_loss: float, train_loss: float, sampler: PADSSampler
+) -> EpochContext:
+    losses = np.full(n, 1.0)
+    losses[sampler.sentinel_ids(4, 0, 1)] = sentinel_loss
+    return EpochContext(
+        epoch=5,
+        scores=np.linspace(1, 5, n),
+        losses=losses,
+        train_loss=(2.0, train_loss),
+        resident=frozenset(range(n // 3)),
+    )
+
+
+def test_the_sentinel_leads_each_order_and_is_uniform_and_disjoint() -> None:
+    n, world = 1000, 2
+    sampler = PADSSampler(n, seed=4, rep_factor=3.0, guardrail=0.1)
+    shares = [sampler.sentinel_ids(7, r, world) for r in range(world)]
+    assert [len(s) for s in shares] == [50, 50]
+    assert not set(shares[0].tolist()) & set(shares[1].tolist())
+    ctx = EpochContext(epoch=7, rank=1, world_size=world, scores=np.linspace(1, 9, n))
+    assert sampler.order(ctx)[:50].tolist() == shares[1].tolist()
+    # uniform: over many epochs every id is a sentinel about equally often
+    counts = np.bincount(
+        np.concatenate([sampler.sentinel_ids(e, 0, 1) for e in range(400)]), minlength=n
+    )
+    assert counts.min() > 0.4 * counts.mean() and counts.max() < 1.8 * counts.mean()
+
+
+def test_the_guardrail_falls_back_to_uniform_when_importance_batches_turn_easy() -> None:
+    n = 400
+    sampler = PADSSampler(n, seed=4, rep_factor=3.0, guardrail=0.1, guard_threshold=0.1)
+    order = sampler.order(_guard_ctx(n, sentinel_loss=2.0, train_loss=1.0, sampler=sampler))
+    assert sampler.last_mode == "guardrail" and sampler.last_guard_ratio == 0.5
+    assert sorted(order.tolist()) == list(range(n))  # a uniform permutation: all once
+    order = sampler.order(_guard_ctx(n, sentinel_loss=1.0, train_loss=1.2, sampler=sampler))
+    assert sampler.last_mode != "guardrail" and sampler.last_guard_ratio == 1.2
+    assert len(set(order.tolist())) < n  # importance order again, with repetitions

@@ -35,6 +35,8 @@ class EpochContext:
     train_loss: tuple[float, ...] = ()
     #: the last epoch each sample id was trained in (-1: never), or None if unknown
     last_epoch: npt.NDArray[np.int64] | None = None
+    #: the latest training loss of each sample id (NaN: never trained), or None
+    losses: npt.NDArray[np.float64] | None = None
 
 
 class Sampler(ABC):

@@ -65,6 +65,16 @@ authors' arithmetic; each is an option every PADS-based system accepts:
   permutation of all ids, strided across ranks (padded by wrapping, as torch's
   DistributedSampler does): InfoBatch's annealing, the last epochs on the full
   data so that the final model has seen it all recently.
+* ``guardrail`` (a share ``g`` in [0, 1)): the first ``ceil(g * L)`` slots of
+  each rank's order are a *sentinel*: ids drawn uniformly (without
+  replacement, from ``(seed, epoch)``, dealt ``r::W``). At the next epoch their
+  latest losses are compared with the epoch's mean training loss: importance
+  batches are drawn to be *harder* than average, so when they come out easier
+  than the uniform sentinel by more than ``guard_threshold`` (10%) the model is
+  fitting its subset rather than the data, and that epoch falls back to a
+  uniform permutation (``last_mode == "guardrail"``, shown in the loader's and
+  the simulator's epoch rows). The rule reads only the previous epoch's
+  sentinel (recomputable from the seed) and the table, so it stays pure.
 * ``loss_weights(ids)``: ``1 / (N * p_i)`` with ``p_i`` the probability of id
   ``i`` in this epoch's draw (1 in an anneal epoch), which makes the weighted
   loss of the draw an unbiased estimate of the full-data loss. It corrects the
@@ -113,8 +123,17 @@ class PADSSampler(Sampler):
         steep_decline: float = 0.25,
         stagnant: float = 0.002,
         aggressive: str = "blocks",
+        guardrail: float = 0.0,
+        guard_threshold: float = 0.1,
     ) -> None:
         super().__init__(n, seed=seed)
+        for name, value in (("guardrail", guardrail), ("guard_threshold", guard_threshold)):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+                raise HotsetError(f"pads: {name} must be a share in [0, 1), got {value!r}")
+        self.guardrail = float(guardrail)
+        self.guard_threshold = float(guard_threshold)
+        #: the last guardrail check: (importance loss / sentinel loss) or None
+        self.last_guard_ratio: float | None = None
         if not isinstance(adaptive, bool):
             raise HotsetError(f"pads: adaptive must be True or False, got {adaptive!r}")
         for name, value in (("steep_decline", steep_decline), ("stagnant", stagnant)):
@@ -291,6 +310,31 @@ class PADSSampler(Sampler):
         stalest = np.lexsort((tiebreak, last))[: per_rank * world]
         return stalest[ctx.rank :: world].astype(np.int64, copy=False)
 
+    def sentinel_ids(self, epoch: int, rank: int, world: int) -> IntArray:
+        """This rank's uniform sentinel of ``epoch`` (the guardrail's yardstick)."""
+        per_rank = math.ceil(self.guardrail * self.per_rank_length(world))
+        if per_rank == 0:
+            return np.zeros(0, dtype=np.int64)
+        rng = np.random.default_rng([self.seed, int(epoch), 5])
+        picked = rng.permutation(self.n)[: min(self.n, per_rank * world)]
+        return picked[rank::world].astype(np.int64, copy=False)
+
+    def guard_tripped(self, ctx: EpochContext) -> bool:
+        """Whether last epoch's importance batches came out easier than its sentinel."""
+        self.last_guard_ratio = None
+        if not self.guardrail or ctx.epoch == 0 or not ctx.train_loss or ctx.losses is None:
+            return False
+        world = self._check_topology(ctx)
+        sentinel = np.concatenate(
+            [self.sentinel_ids(ctx.epoch - 1, r, world) for r in range(world)]
+        )
+        losses = np.asarray(ctx.losses, dtype=np.float64)[sentinel]
+        losses = losses[np.isfinite(losses)]
+        if not len(losses) or losses.mean() <= 0:
+            return False
+        self.last_guard_ratio = float(ctx.train_loss[-1] / losses.mean())
+        return self.last_guard_ratio < 1.0 - self.guard_threshold
+
     def loss_weights(self, ids: IntArray) -> np.ndarray:
         """``1 / (N * p_i)`` of the current epoch's draw (see the module docstring)."""
         return 1.0 / (self.n * self._probs[np.asarray(ids, dtype=np.int64)])
@@ -313,9 +357,11 @@ class PADSSampler(Sampler):
             )
         self.last_schedule = schedule
         annealing = self.anneal_from is not None and ctx.epoch >= self.anneal_from
-        if annealing or schedule.kind == "shuffle":
-            # a uniform permutation of all ids: the anneal tail, or adaptivity's shuffle
-            self.last_mode = "anneal" if annealing else "shuffle"
+        guarded = self.guard_tripped(ctx)
+        if annealing or guarded or schedule.kind == "shuffle":
+            # a uniform permutation of all ids: the anneal tail, the guardrail's
+            # fallback, or adaptivity's shuffle
+            self.last_mode = "anneal" if annealing else "guardrail" if guarded else "shuffle"
             self.last_cached = self.last_repeated = 0
             self._probs = np.full(self.n, 1.0 / self.n)
             perm = self.epoch_rng(ctx.epoch).permutation(self.n).astype(np.int64)
@@ -324,12 +370,15 @@ class PADSSampler(Sampler):
         w = self.weights(ctx)
         self._probs = w / w.sum()
         floor = self.floor_ids(ctx)
-        body = self._body(ctx, length, schedule.rep_factor)[: length - len(floor)]
-        if not len(floor):
+        sentinel = self.sentinel_ids(ctx.epoch, ctx.rank, world)
+        room = max(0, length - len(floor) - len(sentinel))
+        body = self._body(ctx, length, schedule.rep_factor)[:room]
+        if not len(floor) and not len(sentinel):
             return body
         tail = floor.copy()
         np.random.default_rng([self.seed, int(ctx.epoch), 3, int(ctx.rank)]).shuffle(tail)
-        return np.concatenate([body, tail]).astype(np.int64, copy=False)
+        order = np.concatenate([sentinel, body, tail])[:length]
+        return order.astype(np.int64, copy=False)
 
     def _body(self, ctx: EpochContext, length: int, rep_factor: float) -> IntArray:
         """Steps 2-5: the shard, with cache-aware repetition under ``pads``."""

@@ -454,6 +454,8 @@ class _Driver:
         planner = self.planner
         planner.begin(epoch)
         order = planner.order
+        #: what kind of order the sampler made (PADS: relaxed, aggressive, shuffle, ...)
+        kind = str(getattr(self.system.sampler, "last_mode", ""))
         if planned is not None and not np.array_equal(order, planned):
             raise HotsetError(
                 f"system {self.system.name!r}: its policy needs the future, but epoch {epoch}'s "
@@ -476,6 +478,7 @@ class _Driver:
             **counts.as_dict(),
             **self.coverage.close_epoch(),
             "exact_hit_ratio": counts.exact_hit_ratio,
+            "order": kind,
             "train_loss": self.system.train_loss[-1] if trained else None,
             "val_accuracy": val_accuracy,
             "modeled_io_seconds": io_seconds,

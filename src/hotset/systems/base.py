@@ -62,6 +62,7 @@ class System:
             world_size=world_size,
             scores=snapshot.scores,
             last_epoch=snapshot.last_epoch,
+            losses=snapshot.losses,
             resident=self.policy.resident(),
             val_accuracy=tuple(self.val_accuracy),
             train_loss=tuple(self.train_loss),

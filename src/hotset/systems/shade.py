@@ -22,7 +22,8 @@ importance sampling, so they score each sample by its own loss.
 default (repetitions follow the loss, shuffle epochs on a steep loss decline
 or stagnant accuracy, aggressive mode as the authors' code means it);
 ``shade[adaptive=false]`` is the authors' fixed arithmetic. Every PADS system
-also takes the guards ``coverage_floor``, ``anneal_from`` and ``unbiased``
+also takes the guards ``coverage_floor``, ``anneal_from``, ``unbiased`` and
+``guardrail``/``guard_threshold``
 (:mod:`hotset.samplers.pads`).
 """
 
@@ -50,7 +51,13 @@ from hotset.systems.base import System, SystemSpec
 #: SHADE's defaults; every option a SHADE-family system accepts is listed here
 #: guards against training a subset, off by default (see hotset.samplers.pads):
 #: ``unbiased`` yields ``1 / (N p_i)`` loss weights through the loader's ``w``
-GUARD_DEFAULTS: dict[str, Any] = {"coverage_floor": 0.0, "anneal_from": None, "unbiased": False}
+GUARD_DEFAULTS: dict[str, Any] = {
+    "coverage_floor": 0.0,
+    "anneal_from": None,
+    "unbiased": False,
+    "guardrail": 0.0,
+    "guard_threshold": 0.1,
+}
 #: ``adaptive``: the paper's adaptivity (hotset.samplers.pads_schedule); False keeps
 #: the authors' fixed-repetition arithmetic. ``aggressive`` None: "head" (the authors'
 #: meaning) when adaptive, else "blocks" (the arithmetic hotset shipped first)
@@ -98,11 +105,12 @@ def build_shade(
             batch_size=batch_size,
             coverage_floor=opts["coverage_floor"],
             anneal_from=opts["anneal_from"],
+            guardrail=opts["guardrail"],
+            guard_threshold=opts["guard_threshold"],
             adaptive=opts["adaptive"],
             steep_decline=opts["steep_decline"],
             stagnant=opts["stagnant"],
-            aggressive=opts["aggressive"]
-            or ("head" if opts["adaptive"] is True else "blocks"),
+            aggressive=opts["aggressive"] or ("head" if opts["adaptive"] is True else "blocks"),
         ),
         policy=APP(budget, seed=seed),
         table=ImportanceTable(n),
@@ -132,6 +140,8 @@ def _variant(
                 pads=False,
                 coverage_floor=opts["coverage_floor"],
                 anneal_from=opts["anneal_from"],
+                guardrail=opts["guardrail"],
+                guard_threshold=opts["guard_threshold"],
             ),
             policy=make(budget, seed),
             table=ImportanceTable(n),

@@ -616,6 +616,7 @@ class HotsetLoader:
         self._outstanding[:] = 0
         self._pending_val = None
         self._current = EpochStats(epoch)
+        self._current.order = str(getattr(self.system.sampler, "last_mode", ""))
         self._epoch_set = False
 
     def _close_epoch(self) -> None:

@@ -67,6 +67,8 @@ class EpochStats:
         self.stall_seconds = 0.0
         self.wall_seconds = 0.0
         self.finished = False
+        #: the kind of order the sampler made (PADS: relaxed, aggressive, guardrail, ...)
+        self.order = ""
 
     def add(self, info: Mapping[str, Any], stall: float) -> None:
         c = self.counts
@@ -111,6 +113,7 @@ class EpochStats:
         row["stall_share"] = self.stall_seconds / self.wall_seconds if self.wall_seconds else 0.0
         row["samples_per_s"] = c["requests"] / self.wall_seconds if self.wall_seconds else 0.0
         row["finished"] = self.finished
+        row["order"] = self.order
         return row
 
     def state(self) -> dict[str, Any]:
@@ -121,6 +124,7 @@ class EpochStats:
             "stall_seconds": self.stall_seconds,
             "wall_seconds": self.wall_seconds,
             "finished": self.finished,
+            "order": self.order,
         }
 
     @classmethod
@@ -131,6 +135,7 @@ class EpochStats:
         out.stall_seconds = float(state["stall_seconds"])
         out.wall_seconds = float(state["wall_seconds"])
         out.finished = bool(state["finished"])
+        out.order = str(state.get("order", ""))
         return out
 
 
