@@ -16,13 +16,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import click
 import pytest
-from click.testing import CliRunner
+from cli_support import run_cli
 
 from hotset.cachestore.shm import SharedMemoryCache
 from hotset.cachestore.shm_gc import owner_identity
-from hotset.cli import main
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
@@ -56,16 +54,7 @@ def shm_dir(tmp_path: Path) -> dict[str, Path]:
 
 
 def _run(*args: str) -> tuple[int, str]:
-    """Exit code and stdout + stderr of ``hotset cache ARGS`` through the real entry point."""
-    result = CliRunner().invoke(_entry, ["cache", *args])
-    return result.exit_code, result.output
-
-
-@click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
-@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
-def _entry(argv: tuple[str, ...]) -> None:
-    """``hotset.cli.main`` (errors -> one line, exit 2) under CliRunner's capture."""
-    main(list(argv))
+    return run_cli("cache", *args)
 
 
 def test_ls_shows_size_owner_and_state(shm_dir: dict[str, Path]) -> None:

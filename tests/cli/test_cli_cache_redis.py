@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 import time
 
-import click
 import pytest
-from click.testing import CliRunner
+from cli_support import run_cli
 
 from hotset.cachestore.base import CacheKey
 from hotset.cachestore.redis_leases import Lease
 from hotset.cachestore.redis_store import RedisCache
-from hotset.cli import main
 from hotset.data.manifest import content_hash
 
 
@@ -49,14 +47,7 @@ def namespaces(redis_url: str) -> dict[str, str]:
 
 
 def _run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(_entry, ["cache", *args])
-    return result.exit_code, result.output
-
-
-@click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
-@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
-def _entry(argv: tuple[str, ...]) -> None:
-    main(list(argv))
+    return run_cli("cache", *args)
 
 
 def _ls(url: str) -> dict[str, dict[str, object]]:
