@@ -64,20 +64,36 @@ def _train_sizes(dataset: Path, seed: int, val_frac: float) -> np.ndarray:
 
 
 def run_one(
-    system: str, dataset: Path, *, cache_frac: float, epochs: int, seed: int, workload: str
+    system: str,
+    dataset: Path,
+    *,
+    cache_frac: float,
+    epochs: int,
+    seed: int,
+    workload: str,
+    latency_ms: float = 2.0,
+    bandwidth_mb_s: float = 100.0,
 ) -> dict[str, Any]:
-    """One (workload, system, fraction) cell: its counts and its Belady bound."""
-    from hotset.sim.live import run_live
+    """One (workload, system, fraction) cell: its counts and its Belady bound.
 
-    trained = needs_training(system)
+    ``system`` may carry options (``shade[coverage_floor=0.05]``).
+    """
+    from hotset.sim.live import run_live
+    from hotset.systems.registry import parse_system
+
+    name, options = parse_system(system)
+    trained = needs_training(name)
     result = run_live(
-        system=system,
+        system=name,
+        options=options or None,
         dataset=str(dataset),
         cache_frac=cache_frac,
         epochs=epochs,
         seed=seed,
         train=trained,
         record_accesses=True,
+        latency_ms=latency_ms,
+        bandwidth_mb_s=bandwidth_mb_s,
     )
     accesses = result.pop("accesses")
     trace = np.concatenate([np.asarray(a, dtype=np.int64) for a in accesses])
@@ -105,6 +121,9 @@ def run_one(
             sum(r["unique_ids_trained"] for r in later) / len(later), 1
         ),
         "never_trained_at_end": rows[-1]["never_trained"],
+        "modeled_epoch_seconds_after_first": round(
+            sum(r["modeled_epoch_seconds"] for r in later) / len(later), 4
+        ),
         "exact_hit_ratio_all": round(sum(r["exact_hits"] for r in rows) / len(trace), 4),
         "belady_hit_ratio_all": round(float(bound.mean()), 4),
         "final_val_accuracy": result["totals"]["final_val_accuracy"],

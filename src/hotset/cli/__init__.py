@@ -21,7 +21,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "systems": ("hotset.cli.systems", "systems", "List the named systems."),
     "bench": ("hotset.cli.bench", "bench", "Run benchmark suites."),
     "demo": ("hotset.cli.demo", "demo", "Run the headline demo on a synthetic dataset."),
-    "cache": ("hotset.cli.cache", "cache", "List and reclaim shared-memory caches (not Redis)."),
+    "cache": ("hotset.cli.cache", "cache", "List and reclaim shm segments and Redis namespaces."),
+    "advise": ("hotset.cli.advise", "advise", "How much cache a data set needs (simulated)."),
 }
 
 
