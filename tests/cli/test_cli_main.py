@@ -47,3 +47,17 @@ def test_hotset_error_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str])
     assert err.startswith("hotset: error:")
     assert "--accesses" in err
     assert "\n" not in err
+
+
+def test_click_usage_errors_share_the_one_prefix() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", "from hotset.cli import main; main()", "cache", "ls", "--nope"],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2
+    assert out.stderr.startswith("hotset: error: No such option '--nope'")
+    assert "hotset cache ls --help" in out.stderr and "Error:" not in out.stderr
