@@ -208,3 +208,28 @@ def test_mode_errors_exit_2(capsys: pytest.CaptureFixture[str], trace_file: Path
     assert "--sampler needs --n" in _fails(
         capsys, "--sampler", "random", "--policy", "lru", "--cache-items", "1"
     )
+
+
+def test_system_mode_draws_its_plot(tmp_path: Path) -> None:
+    from cli_support import run_cli
+
+    from hotset.data import SynthConfig, make_synth
+
+    data = tmp_path / "ds"
+    make_synth(data, SynthConfig(n=200, image_size=8, classes=3, seed=2), workers=1)
+    png = tmp_path / "epochs.png"
+    code, out = run_cli(
+        "simulate",
+        "--system",
+        "lru",
+        "--dataset",
+        str(data),
+        "--cache-frac",
+        "0.3",
+        "--epochs",
+        "2",
+        "--plot",
+        str(png),
+    )
+    assert code == 0, out
+    assert png.stat().st_size > 10_000  # a real PNG with three panels, not an empty file

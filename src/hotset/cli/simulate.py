@@ -88,7 +88,11 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("--epochs", type=int, help="Epochs (sampler: 1, system: 15 by default).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--write-trace", type=click.Path(path_type=Path), help="Write the sampler's trace.")
-@click.option("--plot", type=click.Path(path_type=Path), help="PNG of hit ratio vs cache size.")
+@click.option(
+    "--plot",
+    type=click.Path(path_type=Path),
+    help="PNG: hit ratio vs cache size (sweeps), or per-epoch hits, reads and accuracy (--system).",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Add capacities and per-epoch counts.")
 @click.option("--dataset", type=click.Path(path_type=Path), help="Dataset directory (--system).")
 @click.option(
@@ -179,6 +183,7 @@ def simulate(
             progress=progress,
             out=out,
             as_json=as_json,
+            plot=plot,
         )
         return
     if policy is None:
@@ -296,8 +301,10 @@ def _run_system(
     progress: bool,
     out: Path | None,
     as_json: bool,
+    plot: Path | None = None,
 ) -> None:
-    """Forward to the live driver; its result is printed as JSON or as an epoch table."""
+    """Forward to the live driver; its result is printed as JSON or as an epoch table
+    (and drawn per epoch with ``--plot``)."""
     if dataset is None:
         raise click.UsageError("--system needs --dataset DIR")
     if policy is not None or cache_items is not None:
@@ -327,6 +334,11 @@ def _run_system(
         progress=progress,
     )
     text = json.dumps(result)
+    if plot is not None:
+        from hotset.sim.plot import plot_epochs
+
+        plot_epochs(result, plot)
+        click.echo(f"wrote {plot}", err=True)
     if out is not None:
         try:
             out.write_text(text + "\n")
