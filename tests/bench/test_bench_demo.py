@@ -83,8 +83,12 @@ def test_cli_prints_the_table_and_writes_json(
             "1.0",
         ]
     )
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert "samples/s" in printed and "lru" in printed and "torch" in printed
+    # progress per system and epoch on stderr, and a plot next to the JSON
+    assert "lru epoch 1/1: exact hits" in captured.err and "torch epoch 1/1" in captured.err
+    assert (out / "demo-results.png").stat().st_size > 10_000
     lines = printed.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("system"))
     rows = lines[header + 2 : header + 4]  # torch (no hit ratio: a dash) and lru

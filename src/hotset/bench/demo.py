@@ -144,8 +144,12 @@ def run_row(
     workers: int,
     seed: int,
     lr: float,
+    log: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Train one row; ``name == "torch"`` is the plain PyTorch DataLoader."""
+    """Train one row; ``name == "torch"`` is the plain PyTorch DataLoader.
+
+    ``log`` hears one line per epoch, so a run of minutes is never silent.
+    """
     from hotset.bench.loader import timed_batches
     from hotset.torch import HotsetDataset
     from hotset.torch import loader as make_loader
@@ -162,6 +166,7 @@ def run_row(
             s, k = timed_batches(iter(dl), 0.0, lambda b: trainer.step(b[0], b[1], None))
             stall += s
             samples += k
+            log(f"  {name} epoch {epoch + 1}/{epochs}: {k} samples, stall {s:.1f} s")
         hit_ratio: float | None = None
         reads = samples
         reads0 = len(split.train)
@@ -188,7 +193,14 @@ def run_row(
                 s, k = timed_batches(iter(ld), 0.0, on_batch)
                 stall += s
                 samples += k
-                ld.record_validation(trainer.accuracy(split.val_x, split.val_y))
+                accuracy = trainer.accuracy(split.val_x, split.val_y)
+                ld.record_validation(accuracy)
+                row = ld.report()[-1]
+                log(
+                    f"  {name} epoch {epoch + 1}/{epochs}: exact hits "
+                    f"{row['exact_hit_ratio']:.2f}, {row['unique_ids_trained']} distinct, "
+                    f"stall {s:.1f} s, val acc {accuracy:.3f}"
+                )
             report = ld.report()
         later = report[1:] or report
         requests = sum(r["requests"] for r in later)
@@ -255,6 +267,7 @@ def run(
                 workers=workers,
                 seed=seed,
                 lr=lr,
+                log=log,
             )
         )
     base = rows[0]["samples_per_s"]
@@ -291,3 +304,36 @@ def replace_store(store: Any) -> Any:
         bandwidth_mb_s=store.bandwidth_mb_s,
         max_concurrency=store.max_concurrency,
     )
+
+
+def plot(result: dict[str, Any], path: Path) -> Path:
+    """The headline table as bars: throughput vs torch, exact hits, distinct samples trained."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["table"]
+    names = [r["system"] for r in rows]
+    panels = (
+        ("samples/s vs torch", [r["speedup_vs_torch"] or 0 for r in rows]),
+        ("exact-hit ratio (epochs 2..E)", [r["exact_hit_ratio"] or 0 for r in rows]),
+        ("distinct samples trained / epoch", [r["unique_ids_trained_per_epoch"] for r in rows]),
+        ("validation accuracy", [r["val_accuracy"] for r in rows]),
+    )
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
+    for ax, (title, values) in zip(axes, panels, strict=True):
+        ax.bar(names, values, color=[f"C{i % 10}" for i in range(len(names))])
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(axis="x", labelrotation=45, labelsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    p = result["params"]
+    fig.suptitle(
+        f"hotset demo: {p['n_train']} samples, {p['epochs']} epochs, cache {p['cache_frac']:.0%}, "
+        f"{p['latency_ms']:g} ms per request",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

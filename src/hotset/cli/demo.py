@@ -70,6 +70,9 @@ def demo(
     )
     path = out / "demo-results.json"
     path.write_text(json.dumps(result, indent=1) + "\n")
+    from hotset.bench.demo import plot
+
+    figure = plot(result, out / "demo-results.png")
     p = result["params"]
     click.echo("")
     click.echo(
@@ -98,4 +101,4 @@ def demo(
         "the training loop waited for data.\ntorch = plain torch.utils.data.DataLoader; "
         "pytorch = hotset's loader with random order and no cache."
     )
-    click.echo(f"wrote {path}")
+    click.echo(f"wrote {path} and {figure}")
