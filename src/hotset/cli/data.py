@@ -171,3 +171,69 @@ def pack(dataset: str, chunk_size: int, shuffle_seed: int | None, quiet: bool) -
         f"packed {layout.n} samples into {layout.n_chunks} chunks, {layout.total_bytes} bytes "
         f"-> {layout_path(dataset)}"
     )
+
+
+@data.command("split")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@click.option("--val", type=float, default=0.1, show_default=True, help="Share held out.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", type=click.Path(), default=None, help="Default: DATASET-split.")
+@click.option("--force", is_flag=True, help="Replace existing output directories.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def split(dataset: str, val: float, seed: int, out: str | None, force: bool, quiet: bool) -> None:
+    """Hold out a stratified VAL share of each class: OUT/train and OUT/val.
+
+    Files are hard-linked, not copied (copied only where linking fails).
+    """
+    from hotset.data.split import split_dataset
+
+    target = out or f"{dataset.rstrip('/')}-split"
+    train, held = split_dataset(
+        dataset, target, val=val, seed=seed, force=force, progress=not quiet
+    )
+    click.echo(f"{target}/train: {len(train)} samples; {target}/val: {len(held)} samples")
+
+
+@data.command("subset")
+@click.argument("dataset", type=click.Path(exists=True, file_okay=False))
+@click.argument("out", type=click.Path())
+@click.option("--n", "count", type=int, default=None, help="Keep this many, drawn at random.")
+@click.option(
+    "--ids",
+    "ids_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="A text file of ids to keep, one per line.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--force", is_flag=True, help="Replace OUT if it exists.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def subset(
+    dataset: str,
+    out: str,
+    count: int | None,
+    ids_file: str | None,
+    seed: int,
+    force: bool,
+    quiet: bool,
+) -> None:
+    """Write part of DATASET to OUT: --n K at random (seeded), or the --ids of a file."""
+    import numpy as np
+
+    from hotset.data.manifest import Manifest
+    from hotset.data.split import subset_dataset
+    from hotset.errors import HotsetError
+    from hotset.sim.trace import load_trace
+
+    if (count is None) == (ids_file is None):
+        raise HotsetError("subset: give exactly one of --n or --ids")
+    if ids_file is not None:
+        ids = load_trace(ids_file)
+    else:
+        assert count is not None
+        n = len(Manifest.load(dataset))
+        if not 0 < count <= n:
+            raise HotsetError(f"subset: --n must be in 1..{n}, got {count}")
+        ids = np.sort(np.random.default_rng([seed, 7]).permutation(n)[:count])
+    made = subset_dataset(dataset, out, ids, force=force, progress=not quiet)
+    click.echo(f"{out}: {len(made)} samples")
