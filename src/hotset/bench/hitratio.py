@@ -29,10 +29,10 @@ DEFAULT_FRACS = (0.1, 0.2, 0.4, 0.6, 0.8)
 
 
 def needs_training(system: str) -> bool:
-    """Whether ``system``'s decisions depend on training losses."""
-    from hotset.systems.registry import capabilities_of
+    """Whether ``system``'s decisions depend on training losses (options ignored)."""
+    from hotset.systems.registry import capabilities_of, parse_system
 
-    return capabilities_of(system).learns
+    return capabilities_of(parse_system(system)[0]).learns
 
 
 def belady_hits(trace: np.ndarray, sizes: np.ndarray, capacity: int) -> np.ndarray:
@@ -177,10 +177,10 @@ def run(
     """Every cell of the sweep, a flat table, and the figure."""
     from tqdm import tqdm
 
-    from hotset.systems.registry import get_spec
+    from hotset.systems.registry import parse_system
 
     for system in systems:
-        get_spec(system)  # unknown names fail before any work
+        parse_system(system)  # unknown names (or options syntax) fail before any work
     cells = [(w, s, f) for w in workloads for s in systems for f in fracs]
     dirs = {
         w: workload_dir(w, data_dir=data_dir, synth_n=synth_n, progress=progress) for w in workloads

@@ -9,6 +9,7 @@ import click
 from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_floats, parse_list
 from hotset.cli.bench import finish, root_option
 from hotset.errors import HotsetError
+from hotset.systems.registry import split_systems
 
 
 @click.command("hitratio")
@@ -52,7 +53,7 @@ def command(
     result = run(
         data_dir=data_dir,
         workloads=parse_list(workloads, option="--workloads"),
-        systems=parse_list(systems, option="--systems") if systems else DEFAULT_SYSTEMS,
+        systems=split_systems(systems) if systems else DEFAULT_SYSTEMS,
         fracs=frac_values,
         epochs=epochs,
         seed=seed,
