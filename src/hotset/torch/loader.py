@@ -72,6 +72,7 @@ from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BACKEND_ERRORS, BatchFetcher, identity_collate
 from hotset.torch.prefetch import UnitPrefetcher
+from hotset.torch.ranks import active_world, merge_epoch
 from hotset.torch.readahead import ReadAhead
 from hotset.torch.report import EpochStats
 from hotset.torch.sequencer import Sequencer
@@ -629,7 +630,7 @@ class HotsetLoader:
                 "reduction='none' (one loss per sample); or pick a system that does not learn "
                 "(lru, minio, pytorch)"
             )
-        self._planner.finish(val_accuracy=self._pending_val)
+        self._finish_epoch()
         if self._current is not None:
             self._current.coverage = self._coverage.close_epoch()
             self._history.append(self._current)
@@ -637,6 +638,28 @@ class HotsetLoader:
         self._status = "idle"
         if not self._epoch_set:
             self._next_epoch = self._planner.epoch + 1
+
+    def _finish_epoch(self) -> None:
+        """Apply the epoch's last feedback and close it in the system; under DDP with a
+        learning system, first share every rank's feedback (:mod:`hotset.torch.ranks`)."""
+        planner = self._planner
+        if not (
+            self.system.capabilities.learns
+            and self._start_state is not None
+            and active_world(self.world_size)
+        ):
+            planner.finish(val_accuracy=self._pending_val)
+            return
+        feedback = planner.feedback
+        feedback.apply(None, epoch=planner.epoch, at=planner.planned)
+        train_loss, val = merge_epoch(
+            self.system,
+            feedback.log,
+            start_table=self._start_state["table"],
+            epoch=planner.epoch,
+            val_accuracy=self._pending_val,
+        )
+        self.system.end_epoch(train_loss=train_loss, val_accuracy=val)
 
     def _stop_iteration(self) -> None:
         gen, self._gen = self._gen, None

@@ -1,0 +1,78 @@
+"""Importance shared across data-parallel ranks, once per epoch, over torch.distributed.
+
+Why: SHADE's promise is one global draw computed on every rank without a
+coordinator, which needs every rank to hold the same importance table, training
+loss and validation accuracy when an epoch begins. Each rank only trains (and
+scores) its own shard, so left alone the tables diverge from the first epoch.
+
+How: at the end of an epoch every rank gathers every rank's feedback of the
+epoch -- the (ids, losses) of each ``update`` call, in arrival order -- with one
+``all_gather_object``. Then each rank rewinds its table to where the epoch began
+and re-applies all of it, rank 0's first, each call scored by the system's own
+scorer *on that call's batch alone* (SHADE's log-rank ranks within a batch, so a
+rank's batch is scored as that rank scored it). The same inputs in the same
+order give the same table on every rank. The epoch's training loss is the mean
+over every rank's samples, and the validation accuracy the mean of the ranks'
+(each rank may have scored its own shard). The policy, which is each rank's own
+cache, keeps what it observed locally.
+
+One collective per epoch, of ``n / W`` ids and losses per rank, at the moment
+every rank closes the epoch (``iter`` of the next one): the loop's own lockstep.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hotset.engine.feedback import Feedback
+from hotset.systems.base import System
+
+__all__ = ["active_world", "merge_epoch"]
+
+
+def active_world(world_size: int) -> bool:
+    """Whether an initialised process group of ``world_size`` ranks is there to share with."""
+    import torch.distributed as dist
+
+    return (
+        world_size > 1
+        and dist.is_available()
+        and dist.is_initialized()
+        and dist.get_world_size() == world_size
+    )
+
+
+def merge_epoch(
+    system: System,
+    log: Sequence[Feedback],
+    *,
+    start_table: dict[str, Any],
+    epoch: int,
+    val_accuracy: float | None,
+) -> tuple[float, float | None]:
+    """Rebuild the table from every rank's feedback; the global (train loss, val accuracy)."""
+    import torch.distributed as dist
+
+    mine = {
+        "ids": [np.asarray(fb.ids, dtype=np.int64) for fb in log],
+        "losses": [np.asarray(fb.losses, dtype=np.float64) for fb in log],
+        "val": val_accuracy,
+    }
+    parts: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, mine)
+    table = system.table
+    table.load_state_dict(start_table)
+    total, count = 0.0, 0
+    for part in parts:
+        for ids, losses in zip(part["ids"], part["losses"], strict=True):
+            scores = None if system.scorer is None else system.scorer.score(ids, losses, table)
+            table.update(ids, losses, epoch=epoch, scores=scores)
+            total += float(losses.sum())
+            count += len(losses)
+    vals = [float(p["val"]) for p in parts if p["val"] is not None]
+    loss = total / count if count else math.nan
+    return loss, (sum(vals) / len(vals) if vals else None)

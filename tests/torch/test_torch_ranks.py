@@ -1,0 +1,63 @@
+"""Importance shared across ranks: real process groups (gloo) of 2 and 4 ranks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+
+
+def _job(dataset_dir: Path, out: Path, world: int, system: str, epochs: int = 3) -> list[dict]:  # type: ignore[type-arg]
+    out.mkdir()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            str(world),
+            str(HERE / "rank_job.py"),
+            str(dataset_dir),
+            str(out),
+            system,
+            str(epochs),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_every_rank_holds_the_same_table_loss_accuracy_and_draw(
+    dataset_dir: Path, tmp_path: Path, world: int
+) -> None:
+    ranks = _job(dataset_dir, tmp_path / "out", world, "shade")
+    first = ranks[0]
+    assert len(first["train_loss"]) == 3
+    for other in ranks[1:]:
+        assert other["scores"] == first["scores"]
+        assert other["train_loss"] == first["train_loss"]
+        assert other["val_accuracy"] == first["val_accuracy"]
+        assert other["draw"] == first["draw"]  # one global draw, computed on every rank
+    # the ranks' mean accuracy: each rank recorded 0.1 * (e + 1) + 0.01 * rank
+    assert first["val_accuracy"][0] == pytest.approx(0.1 + 0.01 * (world - 1) / 2)
+    # every sample some rank trained is scored on every rank
+    trained = {i for r in ranks for epoch in r["served"] for i in epoch}
+    unscored = [i for i in trained if first["scores"][i] == 1.0]
+    assert not unscored
+
+
+def test_exactly_once_across_ranks_for_a_plain_system(dataset_dir: Path, tmp_path: Path) -> None:
+    ranks = _job(dataset_dir, tmp_path / "out", 2, "lru", epochs=2)
+    for epoch in range(2):
+        union = sorted(i for r in ranks for i in r["served"][epoch])
+        assert union == list(range(200))  # 200 = 2 x 100: no padding needed
