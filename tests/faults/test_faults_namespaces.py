@@ -298,3 +298,25 @@ def test_many_killed_jobs_do_not_fill_a_noeviction_server(
         assert row["exact_hits"] > 0
     finally:
         client.config_set("maxmemory", 0)
+
+
+def test_a_shared_namespace_serves_one_jobs_misses_from_anothers_entries(
+    redis_server: Any, dataset: Path
+) -> None:
+    """Planned misses look in the pool first: read once across jobs (pool_hits)."""
+    client = redis_server.client()
+    client.flushall()
+    data = hotset.open_dataset(dataset, decode="bytes")
+    files = [(dataset / k).read_bytes() for k in data.manifest.keys]
+    common = {"cache": redis_server.url, "batch_size": 16, "namespace": "pool"}
+    with hotset.loader(data, system="lru", cache_bytes="100%", seed=1, **common) as first:
+        first.set_epoch(0)
+        for _ in first:
+            pass  # every sample is now in the pool
+    with hotset.loader(data, system="lru", cache_bytes="100%", seed=2, **common) as second:
+        second.set_epoch(0)
+        for x, _, ids, _ in second:
+            assert x == [files[i] for i in ids.tolist()]
+        row = second.report()[0]
+    assert row["exact_hits"] == 0 and row["storage_reads"] == 120  # its own policy: all misses
+    assert row["pool_hits"] == 120 and row["storage_requests"] == 0  # none read from storage

@@ -85,7 +85,7 @@ from hotset.errors import HotsetError, IntegrityError
 from hotset.policies.base import N_OUTCOMES, Outcome
 from hotset.storage.base import Store
 from hotset.torch.dataset import DecodeSpec, decode_sample
-from hotset.torch.reads import StoreReader
+from hotset.torch.reads import StoreReader, xxh3_hex
 from hotset.torch.sequencer import Sequencer
 
 try:  # a torch Dataset so DataLoader treats it as map-style; plain object if torch is absent
@@ -312,7 +312,10 @@ class BatchFetcher(_TorchDataset):
         turn = _CacheTurn(self.cache is not None and self.backoff.usable())
         error: BaseException | None = None
         keys: list[CacheKey] = []
+        pooled: list[int] = []
         try:
+            if self.shared and to_read and self.cache is not None and turn.ok:
+                pooled, to_read = self._from_pool(to_read, blobs, turn)
             reads = self.reader.start(to_read, blobs)
             got: list[bytes | None] | None = None
             if (cached or cached_units) and self.cache is not None and turn.ok:
@@ -371,6 +374,8 @@ class BatchFetcher(_TorchDataset):
             "cache_errors": turn.errors,
             "refused_puts": turn.refused,
             "refused_bytes": turn.refused_bytes,
+            "pool_hits": len(pooled),
+            "pool_bytes": sum([sizes[s] for s in pooled]),
             "integrity_errors": len(poisoned),
             "cache_reads": len(cached)
             + len(cached_units)
@@ -537,6 +542,32 @@ class BatchFetcher(_TorchDataset):
                     self._skipped[0] = 0
                     backoff.pending_deletes.clear()
                     self._cache_call(turn, cache.put_many, items)
+
+    def _from_pool(
+        self, sids: list[int], blobs: dict[int, bytes], turn: _CacheTurn
+    ) -> tuple[list[int], list[int]]:
+        """Shared namespace: (ids found in the pool, ids still to read from storage).
+
+        The policy plans this job's cache, but other jobs (or ranks) on the namespace
+        put entries it does not know of; a planned miss looks there first, one
+        pipelined ``get_many``. An entry that does not hash to its key is ignored
+        (read from storage). Found ids are counted as ``pool_hits``, never as hits:
+        the plan's outcome stays a miss, only the storage read is saved.
+        """
+        assert self.cache is not None
+        hashes = self.hashes
+        keys = [CacheKey(s, hashes[s]) for s in sids]
+        got = self._cache_call(turn, self.cache.get_many, keys)
+        if got is None:
+            return [], sids
+        found, missing = [], []
+        for sid, data in zip(sids, got, strict=True):
+            if data is not None and (not self.verify or xxh3_hex(data) == hashes[sid]):
+                blobs[sid] = data
+                found.append(sid)
+            else:
+                missing.append(sid)
+        return found, missing
 
     def _put_what_fits(
         self, turn: _CacheTurn, cache: CacheStore, items: list[tuple[CacheKey, bytes]]

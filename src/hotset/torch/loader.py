@@ -328,8 +328,9 @@ class HotsetLoader:
         caps = self.system.capabilities
         if readahead_bytes is None:
             # A policy that may serve another id in place of a miss, or reads whole
-            # units, makes "not cached now" a poor guess of what will be read alone.
-            guess_fails = caps.substitutes or caps.reads_units
+            # units, makes "not cached now" a poor guess of what will be read alone;
+            # so does a shared namespace, where other jobs may hold this job's misses.
+            guess_fails = caps.substitutes or caps.reads_units or namespace is not None
             ra_budget = 0 if guess_fails else DEFAULT_READAHEAD_BYTES
         else:
             ra_budget = parse_bytes(readahead_bytes, name="readahead_bytes")

@@ -13,7 +13,9 @@ there): each was dropped and read again from storage (a rebuild read), so a
 poisoned cache shows up here rather than in what training received.
 ``refused_puts``/``refused_bytes`` count admissions a shared namespace turned
 away because other jobs' entries filled its budget (never in a private one).
-``skipped`` counts samples left out of their batch because their read failed
+``pool_hits``/``pool_bytes`` count planned misses found in a shared namespace
+(put there by another job or rank) and so not read from storage: still misses
+of this job's policy, never hits. ``skipped`` counts samples left out of their batch because their read failed
 for good (``on_error="skip"``); :meth:`HotsetLoader.skipped` names them.
 """
 
@@ -43,6 +45,8 @@ _IO_COUNTERS = (
     "refused_puts",
     "refused_bytes",
     "skipped",
+    "pool_hits",
+    "pool_bytes",
 )
 _COUNTERS = ("batches", *_OUTCOME_COUNTERS, *_IO_COUNTERS)
 #: counted from the read-ahead and the unit prefetcher, not from the workers' batch info
