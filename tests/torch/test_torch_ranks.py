@@ -12,8 +12,8 @@ import pytest
 HERE = Path(__file__).resolve().parent
 
 
-def _job(dataset_dir: Path, out: Path, world: int, system: str, epochs: int = 3) -> list[dict]:  # type: ignore[type-arg]
-    out.mkdir()
+def _torchrun(script: str, world: int, *args: str) -> None:
+    """Run ``script`` as ``world`` ranks under torch.distributed.run (gloo, one machine)."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -22,17 +22,19 @@ def _job(dataset_dir: Path, out: Path, world: int, system: str, epochs: int = 3)
             "--standalone",
             "--nproc_per_node",
             str(world),
-            str(HERE / "rank_job.py"),
-            str(dataset_dir),
-            str(out),
-            system,
-            str(epochs),
+            str(HERE / script),
+            *args,
         ],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _job(dataset_dir: Path, out: Path, world: int, system: str, epochs: int = 3) -> list[dict]:  # type: ignore[type-arg]
+    out.mkdir()
+    _torchrun("rank_job.py", world, str(dataset_dir), str(out), system, str(epochs))
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
 
 
@@ -63,31 +65,10 @@ def test_exactly_once_across_ranks_for_a_plain_system(dataset_dir: Path, tmp_pat
         assert union == list(range(200))  # 200 = 2 x 100: no padding needed
 
 
-def _resume_job(dataset_dir: Path, out: Path, mode: str) -> None:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            "2",
-            str(HERE / "rank_resume_job.py"),
-            str(dataset_dir),
-            str(out),
-            mode,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-
 def test_a_ddp_job_resumes_mid_epoch_exactly(dataset_dir: Path, tmp_path: Path) -> None:
     """Each rank saves its state mid-epoch; a new job of the same size continues exactly."""
     for mode in ("full", "first", "second"):
-        _resume_job(dataset_dir, tmp_path, mode)
+        _torchrun("rank_resume_job.py", 2, str(dataset_dir), str(tmp_path), mode)
     for rank in range(2):
         full = json.loads((tmp_path / f"full{rank}.json").read_text())
         first = json.loads((tmp_path / f"first{rank}.json").read_text())
