@@ -93,8 +93,16 @@ def test_synth_usage_errors_exit_2(
 
 def test_digits_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert _exit_code(["data", "digits", "--out", str(tmp_path / "g"), "-q"]) == 0
-    assert "wrote 1797 samples" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "wrote 1797 samples" in printed
     assert Manifest.load(tmp_path / "g").num_classes == 10
+    # a train/val split by default, beside the whole set
+    assert "split/train: 1618 samples" in printed and "split/val: 179 samples" in printed
+    assert len(Manifest.load(tmp_path / "g" / "split" / "val")) == 179
+    assert _exit_code(["data", "digits", "--out", str(tmp_path / "h"), "--val", "0", "-q"]) == 0
+    assert not (tmp_path / "h" / "split").exists()
+    assert _exit_code(["data", "digits", "--out", str(tmp_path / "i"), "--val", "0.9"]) == 2
+    assert "got 0.9" in capsys.readouterr().err
 
 
 def test_import_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -75,3 +75,8 @@ def test_cli_split_and_subset(source: Path, tmp_path: Path) -> None:
     assert code == 2 and "--val must be a share in (0, 0.5)" in out
     code, out = run_cli("data", "subset", str(source), str(tmp_path / "y"))
     assert code == 2 and "exactly one of --n or --ids" in out
+    code, out = run_cli(
+        "data", "subset", str(source), str(tmp_path / "z"), "--n", "5", "--seed", "-1"
+    )
+    assert code == 2 and "--seed must be an integer >= 0, got -1" in out
+    assert not (tmp_path / "z").exists()

@@ -69,14 +69,31 @@ def synth(
 @click.option(
     "--format", "fmt", default="png", show_default=True, type=click.Choice(["png", "jpeg", "npy"])
 )
+@click.option(
+    "--val",
+    type=float,
+    default=0.1,
+    show_default=True,
+    help="Share of each class held out in OUT/split/val (0: no split).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the hold-out.")
 @click.option("--force", is_flag=True, help="Replace a non-empty --out.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def digits(out: str, fmt: str, force: bool, quiet: bool) -> None:
-    """scikit-learn's bundled 8x8 digits: 1,797 grayscale images, labels 0..9 (no download)."""
-    from hotset.data.digits import make_digits
+def digits(out: str, fmt: str, val: float, seed: int, force: bool, quiet: bool) -> None:
+    """scikit-learn's bundled 8x8 digits: 1,797 grayscale images, labels 0..9 (no download).
 
-    manifest = make_digits(out, fmt=fmt, force=force, progress=not quiet)
+    OUT holds all of them; OUT/split/train and OUT/split/val a stratified
+    hold-out of them (hard links, no second copy), unless --val 0.
+    """
+    from hotset.data.digits import SPLIT_DIR, make_digits
+    from hotset.data.manifest import Manifest
+
+    manifest = make_digits(out, fmt=fmt, force=force, progress=not quiet, val=val, seed=seed)
     click.echo(f"wrote {len(manifest)} samples, {manifest.total_bytes} bytes to {out}")
+    if val != 0:
+        split = f"{out.rstrip('/')}/{SPLIT_DIR}"
+        n_train, n_val = (len(Manifest.load(f"{split}/{part}")) for part in ("train", "val"))
+        click.echo(f"{split}/train: {n_train} samples; {split}/val: {n_val} samples")
 
 
 @data.command("import")
@@ -227,6 +244,8 @@ def subset(
 
     if (count is None) == (ids_file is None):
         raise HotsetError("subset: give exactly one of --n or --ids")
+    if seed < 0:
+        raise HotsetError(f"subset: --seed must be an integer >= 0, got {seed}")
     if ids_file is not None:
         ids = load_trace(ids_file)
     else:

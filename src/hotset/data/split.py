@@ -28,7 +28,19 @@ from hotset.data.manifest import Manifest
 from hotset.data.writer import DatasetDir
 from hotset.errors import HotsetError
 
-__all__ = ["split_dataset", "subset_dataset"]
+__all__ = ["check_split_args", "split_dataset", "subset_dataset"]
+
+
+def check_split_args(val: object, seed: object) -> None:
+    """Refuse a bad ``val`` share or ``seed`` before anything is written (fail fast).
+
+    Shared with :func:`hotset.data.digits.make_digits`, which checks them before
+    it writes the whole data set, so a bad ``--val`` leaves no half-made output.
+    """
+    if isinstance(val, bool) or not isinstance(val, int | float) or not 0 < val < 0.5:
+        raise HotsetError(f"split: --val must be a share in (0, 0.5), got {val!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise HotsetError(f"split: --seed must be an integer >= 0, got {seed!r}")
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
@@ -89,10 +101,7 @@ def split_dataset(
     """``out/train`` and ``out/val``: a stratified hold-out of ``val`` of each class."""
     from hotset.sim.live import stratified_split
 
-    if isinstance(val, bool) or not isinstance(val, int | float) or not 0 < val < 0.5:
-        raise HotsetError(f"split: --val must be a share in (0, 0.5), got {val!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise HotsetError(f"split: --seed must be an integer >= 0, got {seed!r}")
+    check_split_args(val, seed)
     manifest = Manifest.load(Path(source))
     train_ids, val_ids = stratified_split(np.asarray(manifest.labels), val_frac=val, seed=seed)
     if len(val_ids) == 0:
