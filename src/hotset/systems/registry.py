@@ -25,6 +25,7 @@ from hotset.systems.base import System, SystemSpec
 _MODULES: list[str] = [
     "hotset.systems.baselines",
     "hotset.systems.shade",
+    "hotset.systems.brand",
 ]
 
 

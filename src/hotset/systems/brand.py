@@ -1,0 +1,48 @@
+"""Brand (arXiv 2505.16280), single node: chunk reads into an abstract memory.
+
+The sampler is a plain seeded permutation per epoch (the DL framework's random
+order); :class:`hotset.policies.brand.Brand` maps each request to its group's
+abstract-chunk slot and returns whatever valid file is there, or reads a chunk of
+the group chosen by fill rate. The chunks are the dataset's chunk layout
+(``hotset data pack DIR --chunk-size 64``); without one the registry says so.
+The distributed protocol (§3.4) is not built yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hotset.errors import HotsetError
+from hotset.importance.table import ImportanceTable
+from hotset.policies.base import Budget
+from hotset.policies.brand import Brand
+from hotset.samplers.random import RandomSampler
+from hotset.systems.base import System, SystemSpec
+
+
+def build_brand(
+    *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
+) -> System:
+    """Brand: random order, chunked refills by fill rate, return-what-is-there."""
+    if options:
+        raise HotsetError(
+            f"system 'brand': unknown option(s) {', '.join(sorted(options))}; it accepts none "
+            "(the chunk size is the layout's: hotset data pack DIR --chunk-size 64)"
+        )
+    return System(
+        name="brand",
+        sampler=RandomSampler(n, seed=seed),
+        policy=Brand(budget, seed=seed),
+        table=ImportanceTable(n),
+        options={"batch_size": batch_size},
+    )
+
+
+SPECS: list[SystemSpec] = [
+    SystemSpec(
+        "brand",
+        "Brand: chunk reads into abstract memory, return any valid file of the slot, refill by fill rate",
+        "Brand arXiv 2505.16280 §3.2-3.3",
+        build_brand,
+    ),
+]
