@@ -26,6 +26,7 @@ _MODULES: list[str] = [
     "hotset.systems.baselines",
     "hotset.systems.shade",
     "hotset.systems.brand",
+    "hotset.systems.icache",
 ]
 
 

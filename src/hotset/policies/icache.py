@@ -1,0 +1,320 @@
+"""iCACHE's importance-informed cache (HPCA'23 §III-B/C): an H-cache and an L-cache.
+
+Two regions share one budget:
+
+* **H-cache** (important samples): a min-heap keyed by importance. On a miss
+  when full, the minimum is evicted only if the newcomer's importance is larger;
+  otherwise the newcomer is not cached. Keys come from the *previous* importance
+  snapshot: updates received at the end of an epoch go to a **shadow heap**
+  (the residents re-keyed by the new snapshot) that is swapped in at the next
+  epoch's start, so the heap is never rebuilt in place mid-epoch.
+* **L-cache** (the rest): admits L-sample misses while it has room; once full, a
+  requested L-sample that misses is **substituted** by an L-resident not yet
+  served this epoch (``Outcome.SUBSTITUTION``, never a hit). "Not yet served"
+  means: not returned this epoch by a hit, a substitution or its own admission.
+  The missed ids are recorded (:attr:`ICache.missed`, the input of the packer).
+  When every L-resident has been served, the next L miss is read and replaces a
+  served resident (a per-sample stand-in for loading the next package; dynamic
+  packages of >= 1 MB are not modeled yet). ``substitute_to="h"`` (the
+  ``st_hc`` ablation) substitutes from the H-cache instead.
+
+Which samples are H: the top ``h_share`` (70%) of the epoch's planned ids by
+importance (ties by id); the rest are L. Without a planned order, all ids are
+ranked. Before any importance is known every id is H.
+
+Sizing: H starts at ``h_start`` (90%) of the budget, L gets the rest; at every
+epoch boundary H is re-sized to ``total * F_H / (F_H + F_L)`` from the epoch's
+observed accesses to H- and L-samples (kept when either count is 0). A region
+left over its new capacity shrinks lazily: the next admission into the other
+region evicts from it first, so every eviction is part of a :class:`Decision`
+and the used bytes of both regions never exceed the total budget. Meanwhile
+:meth:`regions` reports the over-full region's capacity as what it holds and
+gives the other the rest, so each region stays within its reported capacity.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.engine.capabilities import Capabilities
+from hotset.errors import HotsetError
+from hotset.policies.app import check_sid
+from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
+from hotset.policies.shade_variants import IndexedSet
+
+#: the authors' constants (DESIGN.md "Faithful details")
+H_SHARE = 0.7
+H_START = 0.9
+SUBSTITUTE_TO = ("l", "h")
+
+
+def _share(name: str, value: object, *, low_open: bool = False) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not (0 < value <= 1 if low_open else 0 <= value <= 1):  # type: ignore[operator]
+        raise HotsetError(f"icache: {name} must be a share in [0, 1], got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+class ICache(Policy):
+    """iCACHE's H/L cache; see the module docstring."""
+
+    name: ClassVar[str] = "icache"
+    capabilities: ClassVar[Capabilities] = Capabilities(substitutes=True, regions=True)
+
+    def __init__(
+        self,
+        budget: Budget,
+        *,
+        seed: int = 0,
+        h_share: float = H_SHARE,
+        h_start: float = H_START,
+        substitute_to: str = "l",
+        resize: bool = True,
+    ) -> None:
+        super().__init__(budget, seed=seed)
+        self.h_share = _share("h_share", h_share)
+        self.h_start = _share("h_start", h_start)
+        if substitute_to not in SUBSTITUTE_TO:
+            raise HotsetError(f"icache: substitute_to must be 'l' or 'h', got {substitute_to!r}")
+        if not isinstance(resize, bool):
+            raise HotsetError(f"icache: resize must be True or False, got {resize!r}")
+        self.substitute_to = substitute_to
+        self.resize = resize
+        by_bytes = budget.capacity_bytes is not None
+        self.total = int(budget.capacity_bytes if by_bytes else budget.capacity_items)  # type: ignore[arg-type]
+        self.cap_h = math.floor(self.total * self.h_start)
+        self._h: dict[int, float] = {}  # resident -> its heap key
+        self._heap: list[tuple[float, int]] = []
+        self._l = IndexedSet()
+        self._unserved_l = IndexedSet()
+        self._unserved_h = IndexedSet()
+        self._scores: npt.NDArray[np.float64] | None = None  # the snapshot in use
+        self._next: npt.NDArray[np.float64] | None = None  # the shadow heap's snapshot
+        self._shadow: list[tuple[float, int]] | None = None
+        self._hot: set[int] | None = None  # the H-list; None: every id is H
+        self.f_h = 0
+        self.f_l = 0
+        #: L-sample ids that missed this epoch (what the packer re-packs)
+        self.missed: list[int] = []
+        self.used_h = 0
+        self.used_l = 0
+        self._rng = np.random.default_rng([self.seed, 0])
+
+    # -- accounting ---------------------------------------------------------------
+    @property
+    def cap_l(self) -> int:
+        return self.total - self.cap_h
+
+    def _w(self, sid: int) -> int:
+        return self.budget.size_of(sid) if self.budget.capacity_bytes is not None else 1
+
+    def _key(self, sid: int) -> float:
+        if self._scores is None or sid >= len(self._scores) or np.isnan(self._scores[sid]):
+            return 0.0
+        return float(self._scores[sid])
+
+    def _add(self, sid: int, region: str) -> None:
+        self.used_bytes += self.budget.size_of(sid)
+        self.used_items += 1
+        if region == "h":
+            key = self._key(sid)
+            self._h[sid] = key
+            heapq.heappush(self._heap, (key, sid))
+            self.used_h += self._w(sid)
+        else:
+            self._l.add(sid)
+            self.used_l += self._w(sid)
+
+    def _drop(self, sid: int) -> None:
+        self.used_bytes -= self.budget.size_of(sid)
+        self.used_items -= 1
+        if sid in self._h:
+            del self._h[sid]
+            self.used_h -= self._w(sid)
+            self._unserved_h.discard(sid)
+        else:
+            self._l.discard(sid)
+            self.used_l -= self._w(sid)
+            self._unserved_l.discard(sid)
+
+    def _pop_min_h(self) -> int:
+        while self._heap:
+            key, sid = heapq.heappop(self._heap)
+            if self._h.get(sid) == key:
+                self._drop(sid)
+                return sid
+        raise HotsetError("icache: H heap is empty while H holds residents")  # pragma: no cover
+
+    def _evict_l(self) -> int:
+        """A random L resident, preferring one already served this epoch."""
+        pool = [s for s in self._l.items() if s not in self._unserved_l] or self._l.items()
+        victim = pool[int(self._rng.integers(len(pool)))]
+        self._drop(victim)
+        return victim
+
+    def _fits(self, sid: int, region: str) -> bool:
+        used, cap = (self.used_h, self.cap_h) if region == "h" else (self.used_l, self.cap_l)
+        total_ok = self.budget.fits(self.used_bytes + self.budget.size_of(sid), self.used_items + 1)
+        return used + self._w(sid) <= cap and total_ok
+
+    def _shrink_other(self, region: str, evicted: list[int]) -> None:
+        """Evict from the other region while it holds more than its capacity."""
+        if region == "h":
+            while self.used_l > self.cap_l and len(self._l):
+                evicted.append(self._evict_l())
+        else:
+            while self.used_h > self.cap_h and self._h:
+                evicted.append(self._pop_min_h())
+
+    # -- hooks ----------------------------------------------------------------------
+    def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
+        super().begin_epoch(epoch, planned)
+        self._rng = np.random.default_rng([self.seed, self.epoch])
+        if self._shadow is not None:  # swap the shadow heap in
+            self._heap, self._scores = self._shadow, self._next
+            self._h = {sid: key for key, sid in self._heap}
+            self._shadow = None
+        if self.resize and self.f_h > 0 and self.f_l > 0:
+            self.cap_h = min(self.total, math.floor(self.total * self.f_h / (self.f_h + self.f_l)))
+        self.f_h = self.f_l = 0
+        self.missed = []
+        self._hot = self._h_list(planned)
+        self._unserved_l = IndexedSet(self._l.items())
+        self._unserved_h = IndexedSet(sorted(self._h))
+
+    def _h_list(self, planned: IntArray | None) -> set[int] | None:
+        if self._scores is None:
+            return None
+        ids = np.arange(len(self._scores)) if planned is None else np.unique(planned)
+        vals = np.nan_to_num(self._scores[ids], nan=np.inf)  # unknown: treat as important
+        top = math.ceil(self.h_share * len(ids))
+        order = np.lexsort((ids, -vals))
+        return set(ids[order[:top]].tolist())
+
+    def update_importance(self, scores: npt.NDArray[np.float64], version: int = 0) -> None:
+        """Build the shadow heap: the H residents keyed by the new snapshot."""
+        self._next = np.asarray(scores, dtype=np.float64).copy()
+        keyed = [(0.0 if np.isnan(self._next[s]) else float(self._next[s]), s) for s in self._h]
+        heapq.heapify(keyed)
+        self._shadow = keyed
+
+    def is_h(self, sid: int) -> bool:
+        return self._hot is None or sid in self._hot
+
+    def access(self, sid: int) -> Decision:
+        sid = check_sid(sid)
+        hot = self.is_h(sid)
+        if hot:
+            self.f_h += 1
+        else:
+            self.f_l += 1
+        if sid in self._h or sid in self._l:
+            self._unserved_h.discard(sid)
+            self._unserved_l.discard(sid)
+            return Decision(sid, Outcome.HIT, sid)
+        if not self.budget.can_ever_hold(sid):
+            return Decision(sid, Outcome.MISS, sid)
+        return self._miss_h(sid) if hot else self._miss_l(sid)
+
+    def _miss_h(self, sid: int) -> Decision:
+        evicted: list[int] = []
+        self._shrink_other("h", evicted)
+        key = self._key(sid)
+        while not self._fits(sid, "h") and self._heap and self._heap[0][0] < key:
+            evicted.append(self._pop_min_h())
+        if self._fits(sid, "h"):
+            self._add(sid, "h")
+            return Decision(sid, Outcome.MISS, sid, admitted=True, evicted=tuple(evicted))
+        return Decision(sid, Outcome.MISS, sid, evicted=tuple(evicted))
+
+    def _miss_l(self, sid: int) -> Decision:
+        evicted: list[int] = []
+        self._shrink_other("l", evicted)
+        if self._fits(sid, "l"):
+            self._add(sid, "l")
+            return Decision(sid, Outcome.MISS, sid, admitted=True, evicted=tuple(evicted))
+        pool = self._unserved_l if self.substitute_to == "l" else self._unserved_h
+        if len(pool) and not evicted:
+            sub = pool.at(int(self._rng.integers(len(pool))))
+            pool.discard(sub)
+            return Decision(sid, Outcome.SUBSTITUTION, sub)
+        self.missed.append(sid)
+        while len(self._l) and not self._fits(sid, "l"):
+            evicted.append(self._evict_l())
+        if self._fits(sid, "l"):
+            self._add(sid, "l")
+            return Decision(sid, Outcome.MISS, sid, admitted=True, evicted=tuple(evicted))
+        return Decision(sid, Outcome.MISS, sid, evicted=tuple(evicted))
+
+    # -- views ------------------------------------------------------------------------
+    def regions(self) -> dict[str, tuple[int, int]]:
+        """Current capacities: a region still over its re-sized target keeps what it
+        holds (it shrinks lazily) and the other region gets the rest of the budget."""
+        cap_h = self.cap_h
+        if self.used_h > self.cap_h:
+            cap_h = self.used_h
+        elif self.used_l > self.cap_l:
+            cap_h = self.total - self.used_l
+        return {"h": (self.used_h, cap_h), "l": (self.used_l, self.total - cap_h)}
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._h or sid in self._l
+
+    def resident(self) -> frozenset[int]:
+        return frozenset(self._h) | frozenset(self._l.items())
+
+    # -- resumption -------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        def arr(a: npt.NDArray[np.float64] | None) -> list[float] | None:
+            return None if a is None else [float(x) for x in a]
+
+        return {
+            "h": [[sid, key] for sid, key in self._h.items()],
+            "l": self._l.items(),
+            "unserved_l": self._unserved_l.items(),
+            "unserved_h": self._unserved_h.items(),
+            "scores": arr(self._scores),
+            "next": arr(self._next),
+            "shadow": None if self._shadow is None else [[k, s] for k, s in self._shadow],
+            "hot": None if self._hot is None else sorted(self._hot),
+            "cap_h": self.cap_h,
+            "f": [self.f_h, self.f_l],
+            "missed": list(self.missed),
+            "used": [self.used_bytes, self.used_items, self.used_h, self.used_l],
+            "rng": self._rng.bit_generator.state,
+            "epoch": self.epoch,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        for key in ("h", "l", "unserved_l", "unserved_h", "scores", "next", "shadow", "hot"):
+            if key not in state:
+                raise HotsetError(f"icache state: missing {key!r}")
+
+        def arr(a: list[float] | None) -> npt.NDArray[np.float64] | None:
+            return None if a is None else np.asarray(a, dtype=np.float64)
+
+        self._h = {int(sid): float(key) for sid, key in state["h"]}
+        self._heap = [(key, sid) for sid, key in self._h.items()]
+        heapq.heapify(self._heap)
+        self._l = IndexedSet(int(s) for s in state["l"])
+        self._unserved_l = IndexedSet(int(s) for s in state["unserved_l"])
+        self._unserved_h = IndexedSet(int(s) for s in state["unserved_h"])
+        self._scores, self._next = arr(state["scores"]), arr(state["next"])
+        shadow = state["shadow"]
+        self._shadow = None if shadow is None else [(float(k), int(s)) for k, s in shadow]
+        if self._shadow is not None:
+            heapq.heapify(self._shadow)
+        self._hot = None if state["hot"] is None else {int(s) for s in state["hot"]}
+        self.cap_h = int(state["cap_h"])
+        self.f_h, self.f_l = (int(x) for x in state["f"])
+        self.missed = [int(s) for s in state["missed"]]
+        self.used_bytes, self.used_items, self.used_h, self.used_l = (int(x) for x in state["used"])
+        self._rng = np.random.default_rng()
+        self._rng.bit_generator.state = dict(state["rng"])
+        self.epoch = int(state["epoch"])

@@ -1,0 +1,110 @@
+"""iCACHE (HPCA'23 §III-A–C) and the ablations the paper evaluates.
+
+===================  =====================================================================
+``icache``           IIS sampler (raw-loss importance) + H-cache (min-heap) / L-cache (subst.)
+``icache_iis_lru``   IIS sampler alone, LRU cache
+``icache_h``         IIS sampler + H-cache only (the whole budget is one importance heap)
+``icache_st_hc``     as ``icache``, but an L miss is substituted by an H resident
+===================  =====================================================================
+
+Importance is the raw per-sample loss (:class:`LossScorer`); the sampler reads only
+the samples it keeps (:mod:`hotset.samplers.iis`), the cache is
+:class:`hotset.policies.icache.ICache`. Dynamic packaging (L-samples packed into
+>= 1 MB read units) and its ``icache_static_pack`` ablation are not built yet:
+the L-cache loads per sample (see the policy's docstring).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hotset.errors import HotsetError
+from hotset.importance.scorers import LossScorer
+from hotset.importance.table import ImportanceTable
+from hotset.policies.base import Budget, Policy
+from hotset.policies.icache import H_SHARE, H_START, ICache
+from hotset.policies.registry import make_policy
+from hotset.samplers.iis import BETA, REUSE_FACTOR, WARM_UP, WINDOW, IISSampler
+from hotset.systems.base import System, SystemSpec
+
+#: every option an icache system accepts, with the authors' values
+DEFAULTS: dict[str, Any] = {
+    "beta": BETA,
+    "window": WINDOW,
+    "warm_up": WARM_UP,
+    "reuse_factor": REUSE_FACTOR,
+    "h_share": H_SHARE,
+    "h_start": H_START,
+}
+
+
+def _system(
+    name: str, cache: Callable[[Budget, int, dict[str, Any]], Policy]
+) -> Callable[..., System]:
+    def build(
+        *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
+    ) -> System:
+        unknown = sorted(set(options) - set(DEFAULTS))
+        if unknown:
+            raise HotsetError(
+                f"system {name!r}: unknown option(s) {', '.join(unknown)}; "
+                f"it accepts {', '.join(sorted(DEFAULTS))}"
+            )
+        opts = {**DEFAULTS, **options}
+        sampler = IISSampler(
+            n,
+            seed=seed,
+            beta=opts["beta"],
+            window=opts["window"],
+            warm_up=opts["warm_up"],
+            reuse_factor=opts["reuse_factor"],
+        )
+        return System(
+            name=name,
+            sampler=sampler,
+            policy=cache(budget, seed, opts),
+            table=ImportanceTable(n),
+            scorer=LossScorer(),
+            options={"batch_size": batch_size, **opts},
+        )
+
+    build.__name__ = f"build_{name}"
+    build.__doc__ = f"iCACHE system {name!r} (see the module docstring)."
+    return build
+
+
+def _icache(**fixed: Any) -> Callable[[Budget, int, dict[str, Any]], Policy]:
+    def make(budget: Budget, seed: int, opts: dict[str, Any]) -> Policy:
+        given = {"h_share": opts["h_share"], "h_start": opts["h_start"]} | fixed
+        return ICache(budget, seed=seed, **given)
+
+    return make
+
+
+SPECS: list[SystemSpec] = [
+    SystemSpec(
+        "icache",
+        "iCACHE: IIS sampling (loss percentile^0.33), H min-heap cache + L cache with substitution",
+        "iCACHE HPCA'23 §III-A–C",
+        _system("icache", _icache()),
+    ),
+    SystemSpec(
+        "icache_iis_lru",
+        "iCACHE ablation: IIS sampling alone, LRU cache",
+        "iCACHE HPCA'23 §V (IIS only)",
+        _system("icache_iis_lru", lambda b, s, _o: make_policy("lru", b, seed=s)),
+    ),
+    SystemSpec(
+        "icache_h",
+        "iCACHE ablation: IIS sampling, H-cache only (one importance min-heap, no substitution)",
+        "iCACHE HPCA'23 §V (H-cache only)",
+        _system("icache_h", _icache(h_share=1.0, h_start=1.0, resize=False)),
+    ),
+    SystemSpec(
+        "icache_st_hc",
+        "iCACHE ablation: L misses substituted by H residents instead of L residents",
+        "iCACHE HPCA'23 §V (ST_HC vs ST_LC)",
+        _system("icache_st_hc", _icache(substitute_to="h")),
+    ),
+]

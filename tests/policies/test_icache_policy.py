@@ -1,0 +1,137 @@
+"""ICache: the H min-heap with its shadow heap, the L-cache's substitution, the H/L sizing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hotset.errors import HotsetError
+from hotset.policies import icache
+from hotset.policies.base import Budget, Outcome
+from hotset.policies.icache import ICache
+
+
+def _items(cap: int, **kw: object) -> ICache:
+    return ICache(Budget(capacity_items=cap), **kw)  # type: ignore[arg-type]
+
+
+def test_authors_constants_are_pinned() -> None:
+    assert (icache.H_SHARE, icache.H_START) == (0.7, 0.9)
+    p = _items(100)
+    assert (p.cap_h, p.cap_l) == (90, 10)
+    assert p.regions() == {"h": (0, 90), "l": (0, 10)}
+
+
+def test_h_list_is_the_top_70_percent_of_the_planned_ids() -> None:
+    p = _items(10)
+    p.update_importance(np.arange(20, dtype=np.float64))
+    p.begin_epoch(1, np.arange(10, dtype=np.int64))
+    assert [s for s in range(10) if p.is_h(s)] == [3, 4, 5, 6, 7, 8, 9]
+
+
+def test_full_heap_evicts_its_minimum_only_for_a_more_important_newcomer() -> None:
+    p = _items(3, h_start=1.0, h_share=1.0)
+    p.update_importance(np.array([5.0, 1.0, 3.0, 0.5, 9.0]))
+    p.begin_epoch(1)
+    for sid in (0, 1, 2):
+        assert p.access(sid).admitted
+    d = p.access(3)  # 0.5 < min 1.0: not cached
+    assert d.outcome is Outcome.MISS and not d.admitted and d.evicted == ()
+    d = p.access(4)  # 9.0 > min 1.0: evict id 1
+    assert d.admitted and d.evicted == (1,)
+    assert p.resident() == {0, 2, 4}
+
+
+def test_importance_updates_go_to_a_shadow_heap_swapped_in_at_the_epoch_start() -> None:
+    p = _items(2, h_start=1.0, h_share=1.0)
+    p.update_importance(np.array([1.0, 2.0, 1.5]))
+    p.begin_epoch(1)
+    p.access(0)
+    p.access(1)
+    # new snapshot: id 0 became the most important; not in force before the swap
+    p.update_importance(np.array([10.0, 2.0, 1.5]))
+    assert p._heap[0] == (1.0, 0)  # the live heap is untouched
+    assert p._shadow is not None and sorted(p._shadow) == [(2.0, 1), (10.0, 0)]
+    p.begin_epoch(2)
+    assert p._shadow is None and p._heap[0] == (2.0, 1)
+    d = p.access(2)  # 1.5 < new min 2.0: rejected (with the old keys id 0 would go)
+    assert not d.admitted and p.resident() == {0, 1}
+
+
+def test_l_misses_are_substituted_by_unserved_l_residents_never_as_hits() -> None:
+    p = _items(10, resize=False)  # H 9, L 1
+    p.update_importance(np.arange(10, dtype=np.float64))
+    p.begin_epoch(1, np.arange(10, dtype=np.int64))  # L-list: ids 0, 1, 2
+    assert p.access(0).admitted  # fills L
+    d = p.access(1)  # L full, id 0 served already by its admission: a real miss
+    assert d.outcome is Outcome.MISS and p.missed == [1]
+    p.begin_epoch(2, np.arange(10, dtype=np.int64))
+    d = p.access(2)
+    assert d.outcome is Outcome.SUBSTITUTION and d.served in p.resident()
+    assert d.served != 2
+    d = p.access(0 if d.served != 0 else 1)  # nothing unserved is left in L
+    assert d.outcome is not Outcome.SUBSTITUTION
+
+
+def test_st_hc_substitutes_from_the_h_cache() -> None:
+    p = _items(10, resize=False, substitute_to="h")
+    p.update_importance(np.arange(10, dtype=np.float64))
+    p.begin_epoch(1, np.arange(10, dtype=np.int64))
+    p.access(9)
+    p.access(0)  # fills L
+    p.begin_epoch(2, np.arange(10, dtype=np.int64))
+    d = p.access(1)
+    assert d.outcome is Outcome.SUBSTITUTION and d.served in (0, 9)
+
+
+def test_h_is_resized_by_observed_access_frequencies() -> None:
+    p = _items(100)
+    p.update_importance(np.arange(100, dtype=np.float64))
+    p.begin_epoch(1, np.arange(100, dtype=np.int64))  # 70 H ids, 30 L ids
+    for sid in range(100):
+        p.access(sid)
+    p.begin_epoch(2, np.arange(100, dtype=np.int64))
+    assert (p.cap_h, p.cap_l) == (70, 30)
+    h, lo = p.regions()["h"], p.regions()["l"]
+    assert h[1] + lo[1] == 100 and h[0] <= h[1] and lo[0] <= lo[1]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "bad"),
+    [
+        ({"h_share": 1.5}, "h_share"),
+        ({"h_start": -0.1}, "h_start"),
+        ({"substitute_to": "x"}, "substitute_to"),
+        ({"resize": 1}, "resize"),
+    ],
+)
+def test_bad_options_name_the_value(kwargs: dict[str, object], bad: str) -> None:
+    with pytest.raises(HotsetError, match=bad):
+        _items(10, **kwargs)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**16),
+    st.floats(0.05, 0.9),
+    st.sampled_from(["l", "h"]),
+)
+def test_budget_holds_across_regions(seed: int, frac: float, sub: str) -> None:
+    rng = np.random.default_rng(seed)
+    n = 60
+    sizes = rng.integers(1, 50, n).astype(np.int64)
+    cap = int(frac * sizes.sum())
+    p = ICache(Budget(capacity_bytes=cap, sizes=sizes), seed=seed, substitute_to=sub)
+    for epoch in range(4):
+        order = rng.permutation(n)[: rng.integers(10, n)].astype(np.int64)
+        p.begin_epoch(epoch, order)
+        for sid in order.tolist():
+            p.access(sid)
+            regions = p.regions()
+            assert sum(c for _, c in regions.values()) <= cap
+            assert all(0 <= u <= c for u, c in regions.values())
+            assert p.used_bytes == sum(int(sizes[s]) for s in p.resident()) <= cap
+        p.end_epoch()
+        p.update_importance(rng.exponential(1.0, n))
