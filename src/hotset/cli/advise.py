@@ -15,10 +15,19 @@ _COLUMNS = (
     ("substituted", "substitution_ratio", "{:.3f}"),
     ("exact (run)", "exact_hit_ratio_all", "{:.3f}"),
     ("belady (run)", "belady_hit_ratio_all", "{:.3f}"),
+    ("cache", "cache_bytes", "bytes"),
     ("reads/epoch", "reads_per_epoch_after_first", "{:.0f}"),
+    ("bytes read/epoch", "storage_bytes_per_epoch_after_first", "bytes"),
     ("distinct trained", "unique_ids_trained_after_first", "{:.0f}"),
     ("epoch s (modeled)", "modeled_epoch_seconds_after_first", "{:.2f}"),
 )
+
+
+def _cell(value: float, fmt: str) -> str:
+    """One table cell; byte counts in units a person reads at a glance."""
+    from hotset.units import format_bytes
+
+    return format_bytes(value) if fmt == "bytes" else fmt.format(value)
 
 
 def _floats(text: str, option: str) -> list[float]:
@@ -43,7 +52,15 @@ def _floats(text: str, option: str) -> list[float]:
 @click.option("--latency-ms", type=click.FloatRange(min=0), default=2.0, show_default=True)
 @click.option("--bandwidth-mb-s", type=click.FloatRange(min=0, min_open=True), default=100.0)
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--json", "as_json", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=False,
+    flag_value="-",
+    default=None,
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Write the result as JSON to PATH; bare --json prints only the JSON on stdout.",
+)
 def advise(
     dataset: Path,
     systems: str,
@@ -60,9 +77,17 @@ def advise(
 
     Prints, per system and size, exact hits and substitutions of epochs 2..E
     (never merged), exact hits over the whole run next to Belady's bound on the
-    same sequence, storage reads and distinct samples trained per epoch, and the
-    modeled epoch I/O time; then the knee and the smallest size reaching --target.
+    same sequence, storage reads per epoch (requests and bytes), distinct samples
+    trained per epoch, and the modeled epoch I/O time; then the knee and the
+    smallest size reaching --target. Sizes are fractions in (0, 1] of the
+    training bytes in the manifest.
+
+    Modeled time: a virtual-clock store at --latency-ms per request and
+    --bandwidth-mb-s, 4 requests in flight, no compute; each step waits for its
+    misses. Knee: the size farthest above the chord joining the curve's ends
+    (both axes scaled to [0, 1]).
     """
+    from hotset.sim.advise import KNEE_NOTE, MODEL_NOTE
     from hotset.sim.advise import advise as run_advise
     from hotset.systems.registry import split_systems
 
@@ -77,10 +102,18 @@ def advise(
         target=target,
         progress=True,
     )
+    if as_json is not None and str(as_json) == "-":
+        click.echo(json.dumps(result, indent=2))
+        if plot is not None:
+            from hotset.bench.hitratio import plot as draw
+
+            draw(result["table"], plot)
+            click.echo(f"wrote {plot}", err=True)
+        return
     for system in result["params"]["systems"]:
         click.echo(f"\n{system}")
         rows = [r for r in result["table"] if r["system"] == system]
-        cells = [[fmt.format(r[key]) for _, key, fmt in _COLUMNS] for r in rows]
+        cells = [[_cell(r[key], fmt) for _, key, fmt in _COLUMNS] for r in rows]
         heads = [h for h, _, _ in _COLUMNS]
         widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
         click.echo("  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True)))
@@ -89,14 +122,28 @@ def advise(
     click.echo("")
     for s in result["summary"]:
         need = s[f"size_for_{target:g}"]
-        answer = f"{need:.0%} of the data" if need is not None else "no size in the grid"
+        answer = f"no size in the grid (best {s['best_exact_hit_ratio']:.3f})"
+        if need is not None:
+            # Coverage beside the answer: hits bought by training a subset are no win.
+            row = next(
+                r for r in result["table"] if r["system"] == s["system"] and r["cache_frac"] == need
+            )
+            answer = (
+                f"{need:.0%} of the data ({_cell(s[f'bytes_for_{target:g}'], 'bytes')} of cache), "
+                f"training {row['unique_ids_trained_after_first']:.0f} distinct samples per epoch"
+            )
         knee = (
             "no knee (returns do not diminish within the grid)"
             if s["knee"] is None
             else f"knee at {s['knee']:.0%}"
         )
         click.echo(f"{s['system']}: {knee}; {target:.0%} exact hits need {answer}")
-    click.echo("(simulated: virtual-clock storage, see `hotset advise --help`)")
+    click.echo(KNEE_NOTE)
+    click.echo(
+        "belady (run): Belady's MIN on each row's own requests over all epochs, the bound on "
+        "exact (run); exact hits and substituted count epochs 2..E (the first only fills)."
+    )
+    click.echo(MODEL_NOTE.format(latency_ms=latency_ms, bandwidth_mb_s=bandwidth_mb_s))
     if plot is not None:
         from hotset.bench.hitratio import plot as draw
 

@@ -16,12 +16,21 @@ small model on the data, so their orders are real ones. One cell is
 :func:`hotset.bench.hitratio.run_one`, the benchmark's.
 
 The knee is the grid point farthest above the chord from the smallest to the
-largest size, both axes scaled to [0, 1] (the "kneedle" idea): past it, each
-extra byte of cache buys less hit ratio than on average.
+largest size, both axes scaled to [0, 1] (the "kneedle" idea), when it lies
+more than 0.05 above it: past it, each extra byte of cache buys less hit ratio
+than on average. It is always one of the grid's sizes (never an interpolation);
+there is none when the curve is flat or no point lies that far above the chord
+(a straight line such as MinIO's, or a convex one such as LRU's).
+
+Storage reads are given both as requests and as bytes per epoch, because a
+system that prefers small samples reads fewer bytes for the same count; cache
+sizes are reported as bytes too, so "how much memory for 80% hits" has an
+answer in bytes, not only a fraction.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,14 +38,38 @@ from typing import Any
 
 from hotset.errors import HotsetError
 
-__all__ = ["DEFAULT_FRACS", "DEFAULT_SYSTEMS", "advise", "knee", "smallest_reaching"]
+__all__ = [
+    "DEFAULT_FRACS",
+    "DEFAULT_SYSTEMS",
+    "KNEE_NOTE",
+    "MODEL_NOTE",
+    "advise",
+    "knee",
+    "smallest_reaching",
+]
 
 DEFAULT_SYSTEMS = ("lru", "minio", "shade")
 DEFAULT_FRACS = (0.05, 0.1, 0.2, 0.4, 0.6, 0.8)
 
+# Shown with every table, so a reader never takes modeled seconds for measured ones.
+MODEL_NOTE = (
+    "Simulated: a virtual-clock store at {latency_ms:g} ms per request and "
+    "{bandwidth_mb_s:g} MB/s, 4 requests in flight, no compute time; each step waits "
+    "for its misses, so modeled epoch seconds are the I/O wait of an epoch, not measured."
+)
+KNEE_NOTE = (
+    "Knee: the grid size farthest above the chord from the smallest to the largest size "
+    "(both axes scaled to [0, 1]), if it lies more than 0.05 above; past it each extra byte "
+    "buys less hit ratio than average."
+)
 
-def knee(fracs: Sequence[float], hits: Sequence[float]) -> float | None:
-    """The grid point farthest above the chord (scaled axes); None if the curve is flat."""
+
+def knee(fracs: Sequence[float], hits: Sequence[float], *, min_gap: float = 0.05) -> float | None:
+    """The grid point farthest above the chord (scaled axes); None if there is no bend.
+
+    ``min_gap`` (in scaled units) keeps a straight line with sampling noise --
+    MinIO's hits equal its cache share -- from being given a knee it does not have.
+    """
     if len(fracs) < 3:
         return None
     f0, f1 = fracs[0], fracs[-1]
@@ -47,7 +80,7 @@ def knee(fracs: Sequence[float], hits: Sequence[float]) -> float | None:
         ((h - h0) / (h1 - h0)) - ((f - f0) / (f1 - f0)) for f, h in zip(fracs, hits, strict=True)
     ]
     best = max(range(len(gaps)), key=lambda i: gaps[i])
-    return float(fracs[best]) if gaps[best] > 0 else None
+    return float(fracs[best]) if gaps[best] > min_gap else None
 
 
 def smallest_reaching(fracs: Sequence[float], hits: Sequence[float], target: float) -> float | None:
@@ -58,7 +91,17 @@ def smallest_reaching(fracs: Sequence[float], hits: Sequence[float], target: flo
     return None
 
 
-def _check(systems: Sequence[str], fracs: Sequence[float], target: float, epochs: int) -> None:
+def _check(
+    systems: Sequence[str],
+    fracs: Sequence[float],
+    *,
+    target: float,
+    epochs: int,
+    seed: int,
+    latency_ms: float,
+    bandwidth_mb_s: float,
+) -> None:
+    """Fail on the first bad value, naming it, before any (minutes-long) simulation."""
     from hotset.systems.registry import parse_system
 
     if not systems:
@@ -68,12 +111,22 @@ def _check(systems: Sequence[str], fracs: Sequence[float], target: float, epochs
     if not fracs:
         raise HotsetError("advise: give at least one cache size")
     for frac in fracs:
-        if not 0 < frac <= 1:
+        if not math.isfinite(frac) or not 0 < frac <= 1:
             raise HotsetError(f"advise: cache sizes are fractions in (0, 1], got {frac!r}")
-    if not 0 < target <= 1:
+    if not math.isfinite(target) or not 0 < target <= 1:
         raise HotsetError(f"advise: target must be a hit ratio in (0, 1], got {target!r}")
-    if epochs < 2:
-        raise HotsetError(f"advise: epochs must be >= 2 (the first only fills), got {epochs}")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 2:
+        raise HotsetError(
+            f"advise: epochs must be an int >= 2 (the first only fills), got {epochs!r}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise HotsetError(f"advise: seed must be an int >= 0, got {seed!r}")
+    if not math.isfinite(latency_ms) or latency_ms < 0:
+        raise HotsetError(f"advise: latency_ms must be a finite number >= 0, got {latency_ms!r}")
+    if not math.isfinite(bandwidth_mb_s) or bandwidth_mb_s <= 0:
+        raise HotsetError(
+            f"advise: bandwidth_mb_s must be a finite number > 0, got {bandwidth_mb_s!r}"
+        )
 
 
 def advise(
@@ -88,14 +141,33 @@ def advise(
     target: float = 0.8,
     progress: bool = False,
 ) -> dict[str, Any]:
-    """Every (system, size) cell and, per system, the knee and the size for ``target``."""
-    from hotset.bench.hitratio import run_one
+    """Every (system, size) cell and, per system, the knee and the size for ``target``.
+
+    Pure apart from reading the data set: no printing except ``progress`` lines on
+    stderr (a grid takes minutes), so the CLI, tests and notebooks share one result.
+    Sizes are sorted and deduplicated, so the knee and the target answer read one curve.
+    """
+    from hotset.bench.hitratio import _train_sizes, run_one
 
     path = Path(dataset)
-    if not path.exists():
-        raise HotsetError(f"advise: dataset {str(dataset)!r} does not exist")
-    fracs = sorted(float(f) for f in fracs)
-    _check(systems, fracs, target, epochs)
+    if not path.is_dir():
+        raise HotsetError(
+            f"advise: dataset {str(dataset)!r} does not exist (or is not a directory)"
+        )
+    fracs = sorted({float(f) for f in fracs})
+    systems = [systems] if isinstance(systems, str) else list(systems)
+    _check(
+        systems,
+        fracs,
+        target=target,
+        epochs=epochs,
+        seed=seed,
+        latency_ms=latency_ms,
+        bandwidth_mb_s=bandwidth_mb_s,
+    )
+    # As the simulator holds out its validation split (its default val_frac), so
+    # cache bytes here are the run's own capacity_bytes.
+    train_bytes = int(_train_sizes(path, seed, 0.1).sum())
     rows = []
     cells = [(s, f) for s in systems for f in fracs]
     for i, (system, frac) in enumerate(cells, start=1):
@@ -111,17 +183,23 @@ def advise(
             latency_ms=latency_ms,
             bandwidth_mb_s=bandwidth_mb_s,
         )
-        cell.pop("per_epoch")
+        later = cell.pop("per_epoch")[1:]
+        cell["cache_bytes"] = math.floor(frac * train_bytes)
+        cell["storage_bytes_per_epoch_after_first"] = round(
+            sum(r["storage_bytes"] for r in later) / len(later), 1
+        )
         rows.append(cell)
     summary = []
     for system in systems:
         mine = [r for r in rows if r["system"] == system]
         hits = [r["exact_hit_ratio"] for r in mine]
+        need = smallest_reaching(fracs, hits, target)
         summary.append(
             {
                 "system": system,
                 "knee": knee(fracs, hits),
-                f"size_for_{target:g}": smallest_reaching(fracs, hits, target),
+                f"size_for_{target:g}": need,
+                f"bytes_for_{target:g}": None if need is None else math.floor(need * train_bytes),
                 "best_exact_hit_ratio": max(hits),
             }
         )
@@ -136,13 +214,15 @@ def advise(
             "bandwidth_mb_s": bandwidth_mb_s,
             "target": target,
         },
+        "train_bytes": train_bytes,
         "table": rows,
         "summary": summary,
         "notes": [
-            "Simulated: a virtual-clock store with the given latency and bandwidth, 4 requests "
-            "in flight, no compute; modeled epoch seconds are I/O wait only.",
+            MODEL_NOTE.format(latency_ms=latency_ms, bandwidth_mb_s=bandwidth_mb_s),
+            KNEE_NOTE,
             "exact_hit_ratio, substitution_ratio and reads count epochs 2..E (the first fills); "
             "unique_ids_trained_after_first is coverage; belady_hit_ratio_all is Belady's MIN "
-            "on the row's own request sequence, over the whole run.",
+            "on the row's own request sequence, over the whole run (compare it with "
+            "exact_hit_ratio_all); reads are per epoch 2..E, as requests and as bytes.",
         ],
     }
