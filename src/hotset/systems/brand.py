@@ -4,7 +4,9 @@ The sampler is a plain seeded permutation per epoch (the DL framework's random
 order); :class:`hotset.policies.brand.Brand` maps each request to its group's
 abstract-chunk slot and returns whatever valid file is there, or reads a chunk of
 the group chosen by fill rate. The chunks are the dataset's chunk layout
-(``hotset data pack DIR --chunk-size 64``); without one the registry says so.
+(``hotset data pack DIR --chunk-size 64 --shuffle-seed S``: §3.2 cuts a seeded
+shuffle of the ids into chunks, fixed across epochs; 64 is the paper's best
+size); without one the registry says how to make one.
 The distributed protocol (§3.4) is not built yet.
 """
 

@@ -151,7 +151,8 @@ def build_system(
         if layout is None:
             raise HotsetError(
                 f"system {name!r} reads whole chunks: the dataset has no chunk layout; "
-                "pack it first with `hotset data pack DIR --chunk-size 64`"
+                "pack it first with `hotset data pack DIR --chunk-size 64 --shuffle-seed 0` "
+                "(a seeded shuffle cut into chunks, as Brand §3.2 asks)"
             )
         if len(layout.chunk_of) != n:
             raise HotsetError(
