@@ -12,32 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from hotset.data.chunks import ChunkLayout, chunk_key
 from hotset.engine.planner import Planner
 from hotset.policies.base import Budget, Policy
 from hotset.systems.base import System
 from hotset.systems.registry import build_system
-
-
-def make_layout(sizes: np.ndarray, chunk_size: int) -> ChunkLayout:
-    """An in-memory layout: ids in id order, ``chunk_size`` per chunk (no files)."""
-    n = len(sizes)
-    chunk_of = np.arange(n, dtype=np.int64) // chunk_size
-    offset = np.zeros(n, dtype=np.int64)
-    n_chunks = int(chunk_of[-1]) + 1
-    chunk_sizes = np.zeros(n_chunks, dtype=np.int64)
-    for i in range(n):
-        offset[i] = chunk_sizes[chunk_of[i]]
-        chunk_sizes[chunk_of[i]] += sizes[i]
-    return ChunkLayout(
-        chunk_of=chunk_of,
-        offset=offset,
-        length=np.asarray(sizes, dtype=np.int64),
-        chunk_keys=tuple(chunk_key(c) for c in range(n_chunks)),
-        chunk_sizes=chunk_sizes,
-        chunk_hashes=tuple("0" * 16 for _ in range(n_chunks)),
-        chunk_size=chunk_size,
-    )
+from layout_support import make_layout
 
 
 def loss_of(ids: Any, epoch: int) -> np.ndarray:

@@ -8,36 +8,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from hotset.data.chunks import ChunkLayout, chunk_key
+from hotset.data.chunks import ChunkLayout
 from hotset.errors import HotsetError
 from hotset.policies.base import Budget, Outcome
 from hotset.policies.brand import Brand
 from hotset.samplers.base import EpochContext
 from hotset.samplers.random import RandomSampler
 from hotset.systems.registry import build_system
+from layout_support import make_layout
 
 
 def shuffled_layout(sizes: np.ndarray, chunk_size: int, seed: int) -> ChunkLayout:
     """Brand's chunk generation (§3.2): a seeded shuffle of the ids cut into chunks."""
-    n = len(sizes)
-    perm = np.random.default_rng(seed).permutation(n)
-    chunk_of = np.empty(n, dtype=np.int64)
-    offset = np.empty(n, dtype=np.int64)
-    n_chunks = -(-n // chunk_size)
-    chunk_sizes = np.zeros(n_chunks, dtype=np.int64)
-    for pos, i in enumerate(perm.tolist()):
-        c = pos // chunk_size
-        chunk_of[i], offset[i] = c, chunk_sizes[c]
-        chunk_sizes[c] += sizes[i]
-    return ChunkLayout(
-        chunk_of=chunk_of,
-        offset=offset,
-        length=np.asarray(sizes, dtype=np.int64),
-        chunk_keys=tuple(chunk_key(c) for c in range(n_chunks)),
-        chunk_sizes=chunk_sizes,
-        chunk_hashes=tuple("0" * 16 for _ in range(n_chunks)),
-        chunk_size=chunk_size,
-    )
+    return make_layout(sizes, chunk_size, seed=seed)
 
 
 def make(n: int, chunk: int, frac: float, seed: int, *, varied: bool = True) -> Brand:

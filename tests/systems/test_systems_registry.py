@@ -39,21 +39,13 @@ def test_names_are_unique_and_specs_are_documented() -> None:
 
 @pytest.mark.parametrize("name", system_names())
 def test_every_spec_builds_a_working_system(name: str) -> None:
-    from hotset.data.chunks import ChunkLayout, chunk_key
     from hotset.systems.registry import capabilities_of
+    from layout_support import make_layout
 
     n = 40
     layout = None
     if capabilities_of(name).reads_units:  # a system that reads whole chunks needs chunks
-        layout = ChunkLayout(
-            chunk_of=np.arange(n, dtype=np.int64) // 8,
-            offset=(np.arange(n, dtype=np.int64) % 8) * 100,
-            length=np.full(n, 100, dtype=np.int64),
-            chunk_keys=tuple(chunk_key(c) for c in range(n // 8)),
-            chunk_sizes=np.full(n // 8, 800, dtype=np.int64),
-            chunk_hashes=tuple("0" * 16 for _ in range(n // 8)),
-            chunk_size=8,
-        )
+        layout = make_layout(np.full(n, 100, dtype=np.int64), 8)
     system = build_system(name, n=n, budget=_budget(n), seed=3, batch_size=8, layout=layout)
     assert isinstance(system, System)
     assert system.name == name
