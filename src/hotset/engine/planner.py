@@ -42,7 +42,7 @@ waits for that write before reading.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -127,10 +127,23 @@ class Planner:
         self.log = EpochLog()
         self.staging.reset()  # a prefetch lives within its epoch (policies drop theirs too)
 
-    def finish(self, *, val_accuracy: float | None) -> None:
-        """Apply every queued feedback, then close the epoch (``system.end_epoch``)."""
+    def finish(
+        self,
+        *,
+        val_accuracy: float | None,
+        share: Callable[[list[Feedback], float | None], tuple[float, float | None]] | None = None,
+    ) -> None:
+        """Apply every queued feedback, then close the epoch (``system.end_epoch``).
+
+        ``share`` (data-parallel ranks) gets the epoch's feedback log and this
+        rank's accuracy once everything is applied, and returns the training loss
+        and accuracy to close with (``hotset.torch.ranks`` merges every rank's).
+        """
         self.feedback.apply(None, epoch=self.epoch, at=self.planned)
-        self.system.end_epoch(train_loss=self.feedback.mean_loss, val_accuracy=val_accuracy)
+        train_loss = self.feedback.mean_loss
+        if share is not None:
+            train_loss, val_accuracy = share(self.feedback.log, val_accuracy)
+        self.system.end_epoch(train_loss=train_loss, val_accuracy=val_accuracy)
 
     def give(self, tag: int, ids: IntArray, losses: FloatArray) -> None:
         """Per-sample losses given while the training loop held batch ``tag``."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from hotset.errors import HotsetError
 from hotset.torch.dataset import HotsetDataset
+from hotset.torch.user import is_map_style
 
 __all__ = ["eval_loader"]
 
@@ -52,9 +53,7 @@ def eval_loader(
         raise HotsetError(f"shard must be True or False, got {shard!r}")
     if isinstance(data, str) or hasattr(data, "__fspath__"):
         data = open_dataset(data)
-    elif not isinstance(data, HotsetDataset) and not (
-        hasattr(data, "__getitem__") and hasattr(data, "__len__")
-    ):
+    elif not isinstance(data, HotsetDataset) and not is_map_style(data):
         raise HotsetError(f"eval_loader needs a map-style dataset, got {data!r:.80}")
     sampler: Any = None
     if shard:

@@ -641,26 +641,23 @@ class HotsetLoader:
             self._next_epoch = self._planner.epoch + 1
 
     def _finish_epoch(self) -> None:
-        """Apply the epoch's last feedback and close it in the system; under DDP with a
-        learning system, first share every rank's feedback (:mod:`hotset.torch.ranks`)."""
+        """Close the epoch in the system; under DDP with a learning system every rank's
+        feedback is shared first (:mod:`hotset.torch.ranks`)."""
         planner = self._planner
-        if not (
-            self.system.capabilities.learns
-            and self._start_state is not None
-            and active_world(self.world_size)
-        ):
-            planner.finish(val_accuracy=self._pending_val)
-            return
-        feedback = planner.feedback
-        feedback.apply(None, epoch=planner.epoch, at=planner.planned)
-        train_loss, val = merge_epoch(
-            self.system,
-            feedback.log,
-            start_table=self._start_state["table"],
-            epoch=planner.epoch,
-            val_accuracy=self._pending_val,
-        )
-        self.system.end_epoch(train_loss=train_loss, val_accuracy=val)
+        start = self._start_state
+        share = None
+        if self.system.capabilities.learns and start is not None and active_world(self.world_size):
+
+            def share(log: list[Feedback], val: float | None) -> tuple[float, float | None]:
+                return merge_epoch(
+                    self.system,
+                    log,
+                    start_table=start["table"],
+                    epoch=planner.epoch,
+                    val_accuracy=val,
+                )
+
+        planner.finish(val_accuracy=self._pending_val, share=share)
 
     def _stop_iteration(self) -> None:
         gen, self._gen = self._gen, None
