@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_support import run_cli
 
+from cli_support import run_cli
 from hotset.cachestore.shm import SharedMemoryCache
 from hotset.cachestore.shm_gc import owner_identity
 

@@ -11,8 +11,8 @@ import json
 import time
 
 import pytest
-from cli_support import run_cli
 
+from cli_support import run_cli
 from hotset.cachestore.base import CacheKey
 from hotset.cachestore.redis_leases import Lease
 from hotset.cachestore.redis_store import RedisCache

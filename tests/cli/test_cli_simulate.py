@@ -212,7 +212,6 @@ def test_mode_errors_exit_2(capsys: pytest.CaptureFixture[str], trace_file: Path
 
 def test_system_mode_draws_its_plot(tmp_path: Path) -> None:
     from cli_support import run_cli
-
     from hotset.data import SynthConfig, make_synth
 
     data = tmp_path / "ds"
