@@ -114,6 +114,20 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
     show_default=True,
     help="Modeled compute per step (system mode): storage waits shrink when it hides them.",
 )
+@click.option(
+    "--nodes",
+    type=int,
+    help="Simulate this many data-parallel nodes (--system): private vs pooled caches.",
+)
+@click.option(
+    "--scope",
+    default="private,pooled",
+    show_default=True,
+    help="With --nodes: private (a cache per node), pooled (one across nodes), or both.",
+)
+@click.option("--sample-bytes", type=int, help="With --nodes and --n: every sample's size.")
+@click.option("--net-latency-ms", type=float, default=0.1, show_default=True)
+@click.option("--net-gb-s", type=float, default=1.25, show_default=True, help="Per node link.")
 @click.option("--option", "option_pairs", multiple=True, help="System option KEY=VALUE.")
 @click.option("--out", type=click.Path(path_type=Path), help="Also write the JSON here.")
 @click.option("--progress/--no-progress", default=False, show_default=True)
@@ -141,6 +155,11 @@ def simulate(
     bandwidth_mb_s: float,
     concurrency: int,
     compute_ms_per_batch: float,
+    nodes: int | None,
+    scope: str,
+    sample_bytes: int | None,
+    net_latency_ms: float,
+    net_gb_s: float,
     option_pairs: tuple[str, ...],
     out: Path | None,
     progress: bool,
@@ -153,7 +172,11 @@ def simulate(
     hotset simulate --sampler random --n 10000 --epochs 5 --policy lru,minio,belady \\
         --cache-frac 0.1,0.2,0.4 --plot hit.png
     hotset simulate --system shade --dataset data/ --cache-frac 0.2 --epochs 15 --json
+    hotset simulate --system shade --nodes 64 --n 1281167 --sample-bytes 110000 \\
+        --cache-frac 0.1 --epochs 3
     """
+    if nodes is not None and system is None:
+        raise click.UsageError("--nodes goes with --system")
     modes = [
         m for m, v in (("--trace", trace_path), ("--sampler", sampler), ("--system", system)) if v
     ]
@@ -162,6 +185,38 @@ def simulate(
             "give exactly one of --trace, --sampler or --system"
             + (f" (got {', '.join(modes)})" if modes else "")
         )
+    if nodes is not None:
+        assert system is not None  # checked before the modes
+        _run_nodes(
+            system=system,
+            nodes=nodes,
+            scope=scope,
+            dataset=dataset,
+            sizes_path=sizes_path,
+            n=n,
+            sample_bytes=sample_bytes,
+            cache_frac=cache_frac,
+            policy=policy,
+            cache_items=cache_items,
+            epochs=3 if epochs is None else epochs,
+            seed=seed,
+            batch_size=batch_size,
+            options=parse_options(option_pairs),
+            costs={
+                "storage_latency_ms": latency_ms,
+                "storage_mb_s": bandwidth_mb_s,
+                "storage_concurrency": concurrency,
+                "net_latency_ms": net_latency_ms,
+                "net_gb_s": net_gb_s,
+                "compute_ms_per_batch": compute_ms_per_batch,
+            },
+            progress=progress,
+            out=out,
+            as_json=as_json,
+        )
+        return
+    if sample_bytes is not None:
+        raise click.UsageError("--sample-bytes goes with --nodes")
     if system is not None:
         _run_system(
             system=system,
@@ -278,6 +333,40 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+def _run_nodes(
+    *,
+    nodes: int,
+    scope: str,
+    dataset: Path | None,
+    sizes_path: Path | None,
+    n: int | None,
+    sample_bytes: int | None,
+    cache_frac: str | None,
+    policy: str | None,
+    cache_items: str | None,
+    **rest: Any,
+) -> None:
+    """Check what only the node model takes, then run it (hotset.cli.simulate_nodes)."""
+    from hotset.cli.simulate_nodes import node_sizes, run_nodes_cli
+
+    if policy is not None or cache_items is not None:
+        raise click.UsageError("--nodes takes --cache-frac; its policy comes with the system")
+    fracs = _floats(cache_frac, "--cache-frac") or []
+    if len(fracs) != 1:
+        raise click.UsageError("--nodes needs a single --cache-frac value (per node)")
+    sizes, layout = node_sizes(
+        dataset=dataset, sizes_path=sizes_path, n=n, sample_bytes=sample_bytes
+    )
+    run_nodes_cli(
+        nodes=nodes,
+        scopes=_split(scope, "--scope"),
+        sizes=sizes,
+        layout=layout,
+        cache_frac=fracs[0],
+        **rest,
+    )
 
 
 def _run_system(

@@ -22,13 +22,13 @@ every rank closes the epoch (``iter`` of the next one): the loop's own lockstep.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from hotset.engine.feedback import Feedback
+from hotset.importance.merge import RankFeedback, merge_rank_feedback
 from hotset.systems.base import System
 
 __all__ = ["active_world", "merge_epoch"]
@@ -57,22 +57,11 @@ def merge_epoch(
     """Rebuild the table from every rank's feedback; the global (train loss, val accuracy)."""
     import torch.distributed as dist
 
-    mine = {
+    mine: RankFeedback = {
         "ids": [np.asarray(fb.ids, dtype=np.int64) for fb in log],
         "losses": [np.asarray(fb.losses, dtype=np.float64) for fb in log],
         "val": val_accuracy,
     }
     parts: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(parts, mine)
-    table = system.table
-    table.load_state_dict(start_table)
-    total, count = 0.0, 0
-    for part in parts:
-        for ids, losses in zip(part["ids"], part["losses"], strict=True):
-            scores = None if system.scorer is None else system.scorer.score(ids, losses, table)
-            table.update(ids, losses, epoch=epoch, scores=scores)
-            total += float(losses.sum())
-            count += len(losses)
-    vals = [float(p["val"]) for p in parts if p["val"] is not None]
-    loss = total / count if count else math.nan
-    return loss, (sum(vals) / len(vals) if vals else None)
+    return merge_rank_feedback(system, parts, start_table=start_table, epoch=epoch)
