@@ -18,6 +18,7 @@ _SUITE_MODULES: dict[str, str] = {
     "train": "hotset.cli.bench_train",
     "overhead": "hotset.cli.bench_overhead",
     "faults": "hotset.cli.bench_faults",
+    "nodes": "hotset.cli.bench_nodes",
 }
 
 
