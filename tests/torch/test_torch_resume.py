@@ -105,3 +105,21 @@ def test_state_of_another_loader_is_refused(dataset_dir: Path) -> None:
         pytest.raises(hotset.HotsetError, match="system='shade'"),
     ):
         other.load_state_dict(state)
+
+
+@pytest.mark.parametrize(("rank", "world"), [(0, 4), (1, 2)])
+def test_a_rank_resumes_only_its_own_state_at_its_own_world_size(
+    dataset_dir: Path, rank: int, world: int
+) -> None:
+    """Not elastic: another world size (or another rank's state) is refused, named."""
+    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    with hotset.loader(data, system="lru", rank=0, world_size=2, **CONFIG) as first:
+        run_epoch(first, 0)
+        state = _through_bytes(first.state_dict())
+    with (
+        hotset.loader(data, system="lru", rank=rank, world_size=world, **CONFIG) as other,
+        pytest.raises(hotset.HotsetError, match=f"saved by rank 0 of 2, loaded by rank {rank}"),
+    ):
+        other.load_state_dict(state)
+    with hotset.loader(data, system="lru", rank=0, world_size=2, **CONFIG) as same:
+        same.load_state_dict(state)  # the same rank at the same size resumes

@@ -837,6 +837,16 @@ class HotsetLoader:
                 raise HotsetError(
                     f"loader state: {key}={state.get(key)!r} does not match this loader's {mine!r}"
                 )
+        saved = (state.get("rank"), state.get("world_size"))
+        if saved != (self.rank, self.world_size):
+            # Not elastic: a rank's state holds its shard's position, its own cache's
+            # policy and feedback not yet merged; re-sharding them is not supported.
+            raise HotsetError(
+                f"loader state: saved by rank {saved[0]!r} of {saved[1]!r}, loaded by rank "
+                f"{self.rank} of {self.world_size}; resume with the same world size, each "
+                "rank loading its own state (a different world size is not supported: "
+                "start a new run from the saved model weights instead)"
+            )
         self._stop_iteration()
         load_system_state(self.system, state["system_state"])
         self._history = [EpochStats.from_state(s) for s in state["history"]]
