@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,3 +78,25 @@ def test_a_ddp_job_resumes_mid_epoch_exactly(dataset_dir: Path, tmp_path: Path) 
         assert first["served"]["1"] + second["served"]["1"] == full["served"]["1"]
         assert second["served"]["2"] == full["served"]["2"]
         assert second["scores"] == full["scores"]  # the shared table came out the same
+
+
+@pytest.mark.parametrize("system", ["lru", "shade"])
+def test_ranks_share_one_pooled_cluster_cache_within_its_budget(
+    dataset_dir: Path, tmp_path: Path, redis_cluster: Any, system: str
+) -> None:
+    """2 ranks, one namespace on a 3-master cluster: each rank plans half of the budget."""
+    url = "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in redis_cluster.nodes)
+    out = tmp_path / "out"
+    out.mkdir()
+    _torchrun("rank_pool_job.py", 2, str(dataset_dir), str(out), url, system, "3")
+    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
+    capacity = ranks[0]["capacity"]
+    for rank in ranks:
+        assert all(0 < used <= capacity for used in rank["used"])  # the pool's one budget
+        assert sum(row["refused_puts"] for row in rank["rows"]) == 0  # no rank crowds out
+    if system == "lru":
+        for epoch in range(3):
+            union = sorted(i for r in ranks for i in r["served"][epoch])
+            assert union == list(range(200))  # exactly once across ranks
+    pool_hits = sum(row["pool_hits"] for r in ranks for row in r["rows"])
+    assert pool_hits > 0  # a rank's planned misses served from what the other rank put

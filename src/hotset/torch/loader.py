@@ -316,10 +316,15 @@ class HotsetLoader:
         n = len(manifest)
         sizes = np.asarray(manifest.sizes, dtype=np.int64)
         spec, capacity = self._resolve_cache(cache, cache_bytes, int(sizes.sum()))
+        # A job's ranks on one shared namespace hold one pool of ``capacity``: each
+        # rank's policy plans its share, so the ranks never crowd each other out, and
+        # a rank's planned miss is looked up in the pool (what the other ranks put).
+        pooled_ranks = namespace is not None and world_size > 1
+        planned = capacity // world_size if pooled_ranks else capacity
         self.system: System = build_system(
             system,
             n=n,
-            budget=Budget(capacity_bytes=capacity, sizes=sizes),
+            budget=Budget(capacity_bytes=planned, sizes=sizes),
             seed=seed,
             batch_size=batch_size,
             layout=data.layout,
@@ -347,7 +352,7 @@ class HotsetLoader:
             )
         caching = caps.caches
         if caching:
-            check_budget(capacity, sizes, batch_size)
+            check_budget(planned, sizes, batch_size)
         check_manifest_matches_store(manifest, data.store, mode=check_store, seed=seed)
 
         self.data = data
