@@ -319,17 +319,29 @@ def _print_table(results: list[dict[str, Any]], key: str) -> None:
         ]
         for r in results
     ]
-    _echo_rows(header, rows)
+    echo_rows(header, rows)
 
 
-def _echo_rows(header: list[str], rows: list[list[str]]) -> None:
+def echo_rows(header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
     click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
     for row in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
-def _cell(value: Any) -> str:
+def emit_json(text: str, *, out: Path | None, as_json: bool) -> bool:
+    """Write the JSON to ``out`` if given; print it (and say so) with ``--json``."""
+    if out is not None:
+        try:
+            out.write_text(text + "\n")
+        except OSError as exc:
+            raise HotsetError(f"cannot write {out}: {exc.strerror or exc}") from exc
+    if as_json:
+        click.echo(text)
+    return as_json
+
+
+def cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
@@ -428,18 +440,12 @@ def _run_system(
 
         plot_epochs(result, plot)
         click.echo(f"wrote {plot}", err=True)
-    if out is not None:
-        try:
-            out.write_text(text + "\n")
-        except OSError as exc:
-            raise HotsetError(f"cannot write {out}: {exc.strerror or exc}") from exc
-    if as_json:
-        click.echo(text)
+    if emit_json(text, out=out, as_json=as_json):
         return
     epochs_rows = list(result.get("epochs", []))
     if epochs_rows:
         header = list(epochs_rows[0].keys())
-        _echo_rows(header, [[_cell(row.get(h, "")) for h in header] for row in epochs_rows])
+        echo_rows(header, [[cell(row.get(h, "")) for h in header] for row in epochs_rows])
     totals = result.get("totals", {})
     if totals:
-        click.echo("totals: " + "  ".join(f"{k}={_cell(v)}" for k, v in totals.items()))
+        click.echo("totals: " + "  ".join(f"{k}={cell(v)}" for k, v in totals.items()))

@@ -86,6 +86,7 @@ def run_nodes_cli(
     as_json: bool,
 ) -> None:
     """One result per scope; a table of their epochs, or the JSON list."""
+    from hotset.cli.simulate import cell, echo_rows, emit_json
     from hotset.sim.nodes import Costs, run_nodes
 
     cost_model = Costs(**costs)
@@ -106,30 +107,15 @@ def run_nodes_cli(
         )
         for scope in scopes
     ]
-    text = json.dumps(results)
-    if out is not None:
-        try:
-            out.write_text(text + "\n")
-        except OSError as exc:
-            raise HotsetError(f"cannot write {out}: {exc.strerror or exc}") from exc
-    if as_json:
-        click.echo(text)
+    if emit_json(json.dumps(results), out=out, as_json=as_json):
         return
     click.echo(
         f"{system} on {nodes} node(s), a cache of {cache_frac:g} of the {int(np.sum(sizes)):,} "
-        "data set bytes per node "
-        "(simulated; see 'model' in --json for what it leaves out)"
+        "data set bytes per node (simulated; see 'model' in --json for what it leaves out)"
     )
     rows = [
-        [_cell({**row, "scope": result["scope"]}[c]) for c in _COLUMNS]
+        [cell({**row, "scope": result["scope"]}[c]) for c in _COLUMNS]
         for result in results
         for row in result["epochs"]
     ]
-    widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(_COLUMNS)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip())
-    for row in rows:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-
-
-def _cell(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    echo_rows(list(_COLUMNS), rows)
