@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 
 HERE = Path(__file__).resolve().parent
+#: systems whose every epoch trains each sample once across the ranks
+EXACTLY_ONCE = ("pytorch", "fifo", "lru", "lfu", "minio")
 
 
 def _torchrun(script: str, world: int, *args: str) -> None:
@@ -100,3 +103,29 @@ def test_ranks_share_one_pooled_cluster_cache_within_its_budget(
             assert union == list(range(200))  # exactly once across ranks
     pool_hits = sum(row["pool_hits"] for r in ranks for row in r["rows"])
     assert pool_hits > 0  # a rank's planned misses served from what the other rank put
+
+
+def test_every_system_runs_under_torchrun_with_and_without_workers(
+    dataset_dir: Path, tmp_path: Path
+) -> None:
+    from hotset.data.chunks import pack_dataset
+    from hotset.systems.registry import capabilities_of
+
+    packed = tmp_path / "packed"
+    shutil.copytree(dataset_dir, packed)
+    pack_dataset(packed, chunk_size=16, shuffle_seed=0)
+    out = tmp_path / "out"
+    out.mkdir()
+    _torchrun("rank_systems_job.py", 2, str(dataset_dir), str(packed), str(out))
+    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
+    assert ranks[0].keys() == ranks[1].keys() and len(ranks[0]) >= 2 * 15
+    for key, first in ranks[0].items():
+        name = key.split("/")[0]
+        second = ranks[1][key]
+        assert all(len(epoch) > 0 for epoch in first["served"] + second["served"]), key
+        if capabilities_of(name).learns:
+            assert first["scores"] == second["scores"], key  # one table on every rank
+        if name in EXACTLY_ONCE:
+            for epoch in range(2):
+                union = sorted(first["served"][epoch] + second["served"][epoch])
+                assert union == list(range(200)), key
