@@ -284,3 +284,17 @@ def test_state_of_another_policy_is_refused(name: str) -> None:
     state = make_policy(other, Budget(capacity_items=2)).state_dict()
     with pytest.raises(HotsetError, match="state is for policy"):
         make_policy(name, Budget(capacity_items=2)).load_state_dict(state)
+
+
+def test_minio_on_one_rank_chooses_among_its_first_shard() -> None:
+    """A rank's shard is its universe: its cache fills in the first epoch, as CoorDL's."""
+    from hotset.policies.minio import MinIO
+
+    shard = np.arange(0, 100, 4)  # rank 0 of 4
+    minio = MinIO(Budget(capacity_items=10), seed=1, n=100)
+    minio.begin_epoch(0, shard)
+    assert minio.subset is not None and minio.subset <= set(shard.tolist())
+    minio.replay(shard)
+    assert len(minio.resident()) == 10
+    minio.begin_epoch(1, np.arange(1, 100, 4))  # another shard: the cache stays
+    assert minio.subset <= set(shard.tolist()) and len(minio.resident()) == 10

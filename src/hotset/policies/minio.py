@@ -7,10 +7,10 @@ LRU's c²/2 -- with no eviction traffic at all.
 Which subset: each id gets a priority from a seeded hash of (seed, id); the
 subset is the highest-priority ids taken greedily while they fit the budget
 (bytes and items). It is a function of the seed and the universe only, not of
-the order ids arrive in, so several DataLoader workers or ranks racing to
-fill the cache still agree on it. The universe is ``range(n)`` when ``n`` is
-given, else the ids that have sizes, else the ids of the first epoch's planned
-order (:meth:`begin_epoch`). When none of these is known (a bare trace without
+the order ids arrive in, so several DataLoader workers racing to fill the
+cache still agree on it. The universe is the ids of the first planned order
+(:meth:`begin_epoch`: a rank's shard under data parallelism), else
+``range(n)`` when ``n`` is given, else the ids that have sizes. When none of these is known (a bare trace without
 sizes), MinIO does what CoorDL does with no plan: it admits whatever misses
 while there is room, which under a random first epoch is a random subset too.
 """
@@ -105,10 +105,17 @@ class MinIO(Policy):
         )
 
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
-        """The first planned order fixes the universe when nothing else did."""
+        """While nothing is cached, the planned order is the universe (CoorDL: epoch 1's ids).
+
+        One rank of several plans only its shard: a subset chosen from all ids
+        would hold ids the rank sees once every ``world_size`` epochs, so a
+        private cache would take that many epochs to fill. A whole epoch's order
+        is every id, so a single rank chooses what ``range(n)`` gave.
+        """
         super().begin_epoch(epoch, planned)
-        if self._chosen is None and not self._res and planned is not None and len(planned):
-            self._choose(np.asarray(check_trace(planned, self._sizes), dtype=np.int64))
+        if not self._res and planned is not None and len(planned):
+            ids = np.unique(np.asarray(check_trace(planned, self._sizes), dtype=np.int64))
+            self._choose(ids)
 
     def __contains__(self, sid: object) -> bool:
         return sid in self._res
