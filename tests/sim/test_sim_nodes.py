@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hotset.errors import HotsetError
-from hotset.sim.nodes import NODE_KEYS, Costs, NodeSim, home_nodes, run_nodes
+from hotset.sim.nodes import NODE_KEYS, Costs, NodeSim, run_nodes
 from hotset.systems.registry import capabilities_of, system_names
 from layout_support import make_layout
 
@@ -96,12 +96,6 @@ def test_costs_grow_with_reads_and_remote_bytes() -> None:
     )
     assert set(NODE_KEYS) <= set(slow["after_first"])
     assert any("contention" in line for line in slow["model"])  # says what it leaves out
-
-
-def test_home_nodes_spread_ids_evenly() -> None:
-    homes = home_nodes(np.arange(40_000), 8)
-    counts = np.bincount(homes, minlength=8)
-    assert counts.min() > 4_500 and counts.max() < 5_500
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.engine.counters import Coverage
+from hotset.engine.owners import owner_ranks
 from hotset.engine.plan import BatchPlan
 from hotset.engine.planner import Planner
 from hotset.engine.units import UnitLayout
@@ -103,13 +104,6 @@ class Costs:
         if requests <= 0:
             return 0.0
         return self.net_latency_ms / 1e3 + nbytes / (self.net_gb_s * 1e9)
-
-
-def home_nodes(ids: IntArray, nodes: int) -> IntArray:
-    """The node each id's pooled entry lives on: a fixed hash of the id, mod ``nodes``."""
-    x = np.asarray(ids, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    x ^= x >> np.uint64(31)
-    return (x % np.uint64(nodes)).astype(np.int64)
 
 
 @dataclass
@@ -173,7 +167,7 @@ class NodeSim:
         ]
         self.learns = caps.learns
         self.losses = SyntheticLosses(n, seed=seed) if self.learns else None
-        self.home = home_nodes(np.arange(n, dtype=np.int64), nodes)
+        self.home = owner_ranks(np.arange(n, dtype=np.int64), nodes)
         self.coverage = Coverage(n)
         self.epoch = 0
 
