@@ -19,6 +19,7 @@ _SUITE_MODULES: dict[str, str] = {
     "overhead": "hotset.cli.bench_overhead",
     "faults": "hotset.cli.bench_faults",
     "nodes": "hotset.cli.bench_nodes",
+    "ranks": "hotset.cli.bench_ranks",
 }
 
 

@@ -1,0 +1,235 @@
+"""``hotset bench ranks``: private vs pooled caches with real ranks on this machine (measured).
+
+The simulated ``bench nodes`` answers for many nodes; this suite checks the same
+comparison with the real thing at the sizes one machine holds: ``world``
+processes in a torch.distributed (gloo) group, each a hotset loader over one
+modeled storage server shared by the whole job
+(:class:`~hotset.storage.shared_throttle.SharedThrottledStore`), with
+
+* ``private``: each rank its own shared-memory cache of ``cache_frac`` of the
+  data set's bytes (what a node's memory holds);
+* ``pooled``: one Redis namespace (a redis-server this suite starts on loopback)
+  of ``world * cache_frac``, which the ranks join and split.
+
+Rows count, per epoch after the first and summed over the ranks: exact hits,
+pool hits (planned misses found in the pool), storage requests, refused puts,
+and the distinct ids trained (the union of the ranks'). Learning systems get
+seeded random losses, as in ``bench loader``. Ranks are processes on one
+machine: "remote" pool entries are one loopback hop away, not a network's.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hotset.errors import HotsetError
+
+DEFAULT_SYSTEMS = ("pytorch", "lru", "minio", "shade")
+SCOPES = ("private", "pooled")
+
+
+def _rank_main(rank: int, job: dict[str, Any]) -> None:
+    """One rank: train ``epochs`` epochs with random losses; write its report and ids."""
+    import torch
+    import torch.distributed as dist
+
+    from hotset.torch import loader as make_loader
+    from hotset.torch import open_dataset
+
+    world = job["world"]
+    dist.init_process_group(
+        "gloo", init_method=f"file://{job['init_file']}", rank=rank, world_size=world
+    )
+    try:
+        data = open_dataset(job["dataset"], retries=0).with_store(job["store"])
+        served: list[list[int]] = []
+        with make_loader(
+            data,
+            system=job["system"],
+            cache=job["cache"],
+            cache_bytes=job["cache_bytes"],
+            namespace=job["namespace"],
+            batch_size=job["batch_size"],
+            seed=job["seed"],
+            check_store="off",
+        ) as ld:
+            rng = np.random.default_rng([job["seed"], rank])
+            start = time.perf_counter()
+            for epoch in range(job["epochs"]):
+                ld.set_epoch(epoch)
+                mine: list[int] = []
+                for _, _, ids, _ in ld:
+                    ld.update(ids, torch.from_numpy(rng.random(len(ids)) + 0.1))
+                    mine += ids.tolist()
+                served.append(mine)
+            wall = time.perf_counter() - start
+            rows = ld.report()
+        out = {"rows": rows, "served": served, "wall": wall}
+        Path(job["out"], f"rank{rank}.json").write_text(json.dumps(out, default=str))
+    finally:
+        dist.destroy_process_group()
+
+
+def _one_run(
+    *,
+    world: int,
+    scope: str,
+    system: str,
+    cache_frac: float,
+    dataset: str,
+    store: Any,
+    redis_url: str,
+    epochs: int,
+    batch_size: int,
+    seed: int,
+    work: Path,
+    run_id: int,
+) -> dict[str, Any]:
+    import torch.multiprocessing as mp
+
+    out = work / f"run{run_id}"
+    out.mkdir()
+    pooled = scope == "pooled"
+    job = {
+        "world": world,
+        "init_file": str(out / "pg"),
+        "dataset": dataset,
+        "store": store,
+        "system": system,
+        "cache": redis_url if pooled else None,
+        "cache_bytes": min(1.0, cache_frac * world) if pooled else cache_frac,
+        "namespace": f"bench-ranks-{run_id}" if pooled else None,
+        "batch_size": batch_size,
+        "seed": seed,
+        "epochs": epochs,
+        "out": str(out),
+    }
+    started = time.perf_counter()
+    mp.spawn(_rank_main, args=(job,), nprocs=world, join=True)
+    wall = time.perf_counter() - started
+    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
+    later = range(1, epochs)
+
+    def total(key: str) -> float:
+        return sum(r["rows"][e][key] for r in ranks for e in later) / len(later)
+
+    requests = total("requests")
+    union = [len({i for r in ranks for i in r["served"][e]}) for e in later]
+    return {
+        "world": world,
+        "scope": scope,
+        "system": system,
+        "cache_frac_per_rank": cache_frac,
+        "exact_hit_ratio": round(total("exact_hits") / requests, 4) if requests else 0.0,
+        "pool_hit_ratio": round(total("pool_hits") / requests, 4) if requests else 0.0,
+        "storage_requests_per_epoch": round(total("storage_requests") + total("rebuild_reads"), 1),
+        "refused_puts_per_epoch": round(total("refused_puts"), 1),
+        "unique_ids_trained_per_epoch": round(sum(union) / len(union), 1),
+        "samples_per_s": round(
+            sum(sum(row["requests"] for row in r["rows"]) for r in ranks)
+            / max(r["wall"] for r in ranks),
+            1,
+        ),
+        "wall_seconds_with_startup": round(wall, 2),
+    }
+
+
+def run(
+    *,
+    worlds: Sequence[int] = (1, 2),
+    systems: Sequence[str] = DEFAULT_SYSTEMS,
+    cache_fracs: Sequence[float] = (0.1, 0.2),
+    n: int = 2000,
+    epochs: int = 3,
+    batch_size: int = 32,
+    latency_ms: float = 2.0,
+    concurrency: int = 4,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Every (world, scope, system, cache share); pooled only where there are 2+ ranks."""
+    from hotset.bench.redis_server import local_redis
+    from hotset.data import SynthConfig, make_synth
+    from hotset.storage.local import LocalStore
+    from hotset.storage.shared_throttle import SharedThrottledStore
+    from hotset.systems.registry import get_spec, parse_system
+
+    for spec in systems:
+        get_spec(parse_system(spec)[0])
+    if epochs < 2:
+        raise HotsetError(
+            f"bench ranks: epochs must be >= 2 (rows count after the first), got {epochs}"
+        )
+    for world in worlds:
+        if world < 1:
+            raise HotsetError(f"bench ranks: a world size must be >= 1, got {world}")
+    for frac in cache_fracs:
+        if not 0 < frac <= 1:
+            raise HotsetError(f"bench ranks: a cache share must be in (0, 1], got {frac!r}")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="hotset-ranks-") as tmp, local_redis() as redis:
+        work = Path(tmp)
+        dataset = str(work / "synth")
+        make_synth(dataset, SynthConfig(n=n, image_size=16, seed=seed), workers=1)
+        inner = LocalStore(dataset)
+        for world in worlds:
+            for frac in cache_fracs:
+                for system in systems:
+                    for scope in SCOPES if world > 1 else ("private",):
+                        store = SharedThrottledStore(
+                            inner,
+                            latency_ms=latency_ms,
+                            max_concurrency=concurrency,
+                            context="spawn",
+                        )
+                        row = _one_run(
+                            world=world,
+                            scope=scope,
+                            system=system,
+                            cache_frac=frac,
+                            dataset=dataset,
+                            store=store,
+                            redis_url=redis.url,
+                            epochs=epochs,
+                            batch_size=batch_size,
+                            seed=seed,
+                            work=work,
+                            run_id=len(rows),
+                        )
+                        rows.append(row)
+                        if progress:
+                            print(
+                                f"{system} x{world} {scope} {frac:g}: hits "
+                                f"{row['exact_hit_ratio']:.3f} pool {row['pool_hit_ratio']:.3f} "
+                                f"reads/epoch {row['storage_requests_per_epoch']:.0f}",
+                                file=sys.stderr,
+                            )
+    return {
+        "params": {
+            "n": n,
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "latency_ms": latency_ms,
+            "concurrency": concurrency,
+            "seed": seed,
+        },
+        "table": rows,
+        "notes": [
+            "Measured: real ranks (processes in a gloo group) on this machine, each a hotset "
+            "loader (no DataLoader workers) over one modeled storage server for the whole "
+            f"job ({latency_ms:g} ms per request, {concurrency} in flight).",
+            "private: a shared-memory cache of cache_frac_per_rank per rank; pooled: one "
+            "Redis namespace (loopback) of world x that, split between the ranks.",
+            "Per epoch after the first, summed over ranks; pool_hit_ratio counts planned "
+            "misses found in the pool (never counted as exact hits); unique ids are the "
+            "union over ranks.",
+        ],
+    }

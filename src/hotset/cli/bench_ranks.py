@@ -1,0 +1,50 @@
+"""``hotset bench ranks``: private vs pooled caches with real ranks on this machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hotset.cli.bench import finish, root_option
+
+
+@click.command("ranks")
+@click.option("--worlds", default="1,2", show_default=True, help="World sizes (ranks).")
+@click.option("--systems", default="pytorch,lru,minio,shade", show_default=True)
+@click.option("--cache-fracs", default="0.1,0.2", show_default=True, help="Per rank.")
+@click.option("--n", "n", type=click.IntRange(min=64), default=2000, show_default=True)
+@click.option("--epochs", type=click.IntRange(min=2), default=3, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--latency-ms", type=click.FloatRange(min=0), default=2.0, show_default=True)
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@root_option
+def command(
+    worlds: str,
+    systems: str,
+    cache_fracs: str,
+    n: int,
+    epochs: int,
+    batch_size: int,
+    latency_ms: float,
+    progress: bool,
+    as_json: bool,
+    root: Path,
+) -> None:
+    """Exact hits, pool hits and storage reads per epoch, private vs pooled, real ranks."""
+    from hotset.bench.ranks import run
+    from hotset.bench.workloads import parse_floats, parse_ints
+    from hotset.systems.registry import split_systems
+
+    result = run(
+        worlds=parse_ints(worlds, option="--worlds"),
+        systems=split_systems(systems),
+        cache_fracs=parse_floats(cache_fracs, option="--cache-fracs"),
+        n=n,
+        epochs=epochs,
+        batch_size=batch_size,
+        latency_ms=latency_ms,
+        progress=progress,
+    )
+    finish("ranks", result, root, as_json)
