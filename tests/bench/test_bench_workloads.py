@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -28,3 +29,16 @@ def test_lists_parse() -> None:
 def test_bad_items_name_the_option(call: Callable[[], object], message: str) -> None:
     with pytest.raises(HotsetError, match=message):
         call()
+
+
+def test_a_workload_is_packed_only_for_systems_that_read_chunks(tmp_path: Path) -> None:
+    from hotset.bench.workloads import needs_chunks, workload_dir
+    from hotset.data.chunks import load_layout
+
+    assert needs_chunks(["pytorch", "brand"]) and not needs_chunks(["lru", "shade[unbiased=true]"])
+    plain = workload_dir("digits", data_dir=tmp_path)
+    assert load_layout(plain) is None
+    packed = workload_dir("digits", data_dir=tmp_path, packed=True)
+    layout = load_layout(packed)
+    assert packed == plain and layout is not None and layout.chunk_size == 64
+    assert workload_dir("digits", data_dir=tmp_path, packed=True) == packed  # reused as is

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from hotset.bench.workloads import workload_dir
+from hotset.bench.workloads import needs_chunks, workload_dir
 from hotset.engine.counters import COUNTER_KEYS, COVERAGE_KEYS
 
 DEFAULT_SYSTEMS = ("pytorch", "fifo", "lru", "lfu", "minio", "sh_lru", "shade", "emul_quiv")
@@ -182,8 +182,10 @@ def run(
     for system in systems:
         parse_system(system)  # unknown names (or options syntax) fail before any work
     cells = [(w, s, f) for w in workloads for s in systems for f in fracs]
+    packed = needs_chunks(systems)
     dirs = {
-        w: workload_dir(w, data_dir=data_dir, synth_n=synth_n, progress=progress) for w in workloads
+        w: workload_dir(w, data_dir=data_dir, synth_n=synth_n, progress=progress, packed=packed)
+        for w in workloads
     }
     rows: list[dict[str, Any]] = []
     bar = tqdm(cells, desc="hitratio", unit="run", file=sys.stderr, disable=not progress)

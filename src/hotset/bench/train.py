@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hotset.bench.workloads import workload_dir
+from hotset.bench.workloads import needs_chunks, workload_dir
 
 DEFAULT_SYSTEMS = ("pytorch", "lru", "minio", "shade")
 #: the full-data reference every row's time-to-accuracy and accuracy delta are measured against
@@ -60,6 +60,7 @@ def run(
     from hotset.systems.registry import parse_system
 
     specs = {system: parse_system(system) for system in systems}  # "name[opt=v,...]" too
+    packed = needs_chunks(systems)
     order = [BASELINE, *[s for s in systems if s != BASELINE]]
     runs: list[dict[str, Any]] = []
     cells = [(w, seed, s) for w in workloads for seed in seeds for s in order]
@@ -67,7 +68,9 @@ def run(
     targets: dict[tuple[str, int], float] = {}
     for workload, seed, system in bar:
         bar.set_postfix_str(f"{workload} seed {seed} {system}")
-        dataset = workload_dir(workload, data_dir=data_dir, synth_n=synth_n, progress=progress)
+        dataset = workload_dir(
+            workload, data_dir=data_dir, synth_n=synth_n, progress=progress, packed=packed
+        )
         name, options = specs.get(system) or parse_system(system)
         result = run_live(
             system=name,

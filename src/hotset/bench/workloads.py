@@ -8,7 +8,7 @@ manifest loads with the expected length.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -20,10 +20,47 @@ WORKLOADS = ("synth", "digits")
 DEFAULT_DATA_DIR = Path(".hotset-data")
 
 
+#: how a workload is packed for the systems that read whole chunks (Brand §3.2: a
+#: seeded shuffle cut into chunks of 64, the paper's best size)
+PACK_CHUNK_SIZE = 64
+PACK_SHUFFLE_SEED = 0
+
+
+def needs_chunks(systems: Sequence[str]) -> bool:
+    """Whether any of ``systems`` (specs allowed) reads whole chunks."""
+    from hotset.systems.registry import capabilities_of, parse_system
+
+    return any(capabilities_of(parse_system(s)[0]).reads_units for s in systems)
+
+
 def workload_dir(
-    name: str, *, data_dir: Path, synth_n: int = 20_000, progress: bool = False
+    name: str,
+    *,
+    data_dir: Path,
+    synth_n: int = 20_000,
+    progress: bool = False,
+    packed: bool = False,
 ) -> Path:
-    """The dataset directory of workload ``name``, generating it when missing."""
+    """The dataset directory of workload ``name``, generating it when missing.
+
+    ``packed``: also its chunk layout (written once, beside the files; systems that
+    read single samples ignore it).
+    """
+    path = _generated(name, data_dir=data_dir, synth_n=synth_n, progress=progress)
+    if packed:
+        from hotset.data.chunks import ChunkLayout, pack_dataset
+
+        if not ChunkLayout.exists(path):
+            pack_dataset(
+                path,
+                chunk_size=PACK_CHUNK_SIZE,
+                shuffle_seed=PACK_SHUFFLE_SEED,
+                progress=progress,
+            )
+    return path
+
+
+def _generated(name: str, *, data_dir: Path, synth_n: int, progress: bool) -> Path:
     from hotset.data import Manifest, SynthConfig, make_digits, make_synth
 
     if name == "synth":
