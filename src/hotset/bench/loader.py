@@ -202,6 +202,10 @@ def _hotset_row(
         system, requests, wall, stall, hits=round(hits / requests, 4), reads=reads, unique=unique
     )
     out["per_epoch_samples_per_s"] = [round(r["samples_per_s"], 1) for r in rows]
+    out["substitution_ratio"] = round(sum(r["substitutions"] for r in rows) / requests, 4)
+    wasted, read = (getattr(ld.system.policy, k, None) for k in ("wasted_bytes", "chunk_bytes"))
+    if wasted is not None and read is not None:  # chunk bytes neither served nor kept (Brand)
+        out["wasted_read_share"] = round(wasted / read, 4) if read else 0.0
     return out
 
 
@@ -220,9 +224,16 @@ def run(
     io_threads: int = 8,
     seed: int = 0,
     dataset: str | None = None,
+    chunk_size: int = 64,
 ) -> dict[str, Any]:
-    """Measure every row once; ``dataset`` (a directory) skips generating a synthetic one."""
+    """Measure every row once; ``dataset`` (a directory) skips generating a synthetic one.
+
+    A generated data set is packed (a seeded shuffle cut into ``chunk_size`` chunks)
+    when a system reads whole chunks; the others read its sample files as before.
+    """
+    from hotset.bench.workloads import needs_chunks
     from hotset.data import SynthConfig, make_synth
+    from hotset.data.chunks import pack_dataset
     from hotset.storage.local import LocalStore
     from hotset.storage.shared_throttle import SharedThrottledStore
     from hotset.systems.registry import get_spec
@@ -238,6 +249,8 @@ def run(
         if dataset is None:
             dataset = str(Path(tmp) / "synth")
             make_synth(dataset, SynthConfig(n=n, image_size=image_size, seed=seed), workers=1)
+            if needs_chunks(systems):
+                pack_dataset(dataset, chunk_size=chunk_size, shuffle_seed=seed)
         # the modeled server below stands for the store: no retries around the files
         data = open_dataset(dataset, retries=0)
         manifest = data.manifest
@@ -281,6 +294,7 @@ def run(
             "image_size": image_size,
             "io_threads": io_threads,
             "seed": seed,
+            "chunk_size": chunk_size if needs_chunks(systems) else None,
         },
         "table": table,
         "notes": [

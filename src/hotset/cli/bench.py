@@ -18,6 +18,7 @@ _SUITE_MODULES: dict[str, str] = {
     "train": "hotset.cli.bench_train",
     "overhead": "hotset.cli.bench_overhead",
     "faults": "hotset.cli.bench_faults",
+    "brand": "hotset.cli.bench_brand",
     "nodes": "hotset.cli.bench_nodes",
     "ranks": "hotset.cli.bench_ranks",
 }

@@ -14,7 +14,9 @@ chosen by fill rate (slots it can fill / its size; ties at random from the seede
 files already filled this epoch are skipped): its file at the requested slot is served
 and every other fillable file fills an empty slot while the byte budget allows, so a
 valid file is never evicted. Chunk bytes read but neither served nor filled are
-``wasted_bytes`` (the engine's counters have no field for them, so they live here).
+``wasted_bytes`` (the engine's counters have no field for them, so they live here),
+out of ``chunk_bytes`` read in all. Both count each read decided; the engine reads a
+chunk that two requests of one batch chose once.
 
 Exactly-once: requests to slot ``s`` of group ``g`` each consume exactly one file of
 ``(g, s)``, and with a permutation sampler there are exactly as many requests to
@@ -54,6 +56,7 @@ class Brand(Policy):
         self.n_groups = 0
         self.group_size = 0
         self.wasted_bytes = 0
+        self.chunk_bytes = 0  # bytes of every chunk read decided (the waste's denominator)
         self.chunk_reads = 0
         self.overdrawn = 0
         self._members: list[list[int]] = []
@@ -120,6 +123,7 @@ class Brand(Policy):
             return Decision(sid, outcome, f, evicted=(f,))
         chunk = self._choose(g, s)
         self.chunk_reads += 1
+        self.chunk_bytes += int(layout.chunk_sizes[c0 if chunk < 0 else chunk])
         if chunk < 0:  # every file of (g, s) consumed: read the id itself, fill nothing
             self.overdrawn += 1
             self.wasted_bytes += int(layout.chunk_sizes[c0]) - self.budget.size_of(sid)
@@ -181,7 +185,7 @@ class Brand(Policy):
             "filled": [i for i, b in enumerate(self._filled) if b],
             "slots": [list(row) for row in self._slots],
             "rng": self.rng.bit_generator.state,
-            "counters": [self.wasted_bytes, self.chunk_reads, self.overdrawn],
+            "counters": [self.wasted_bytes, self.chunk_reads, self.overdrawn, self.chunk_bytes],
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -193,7 +197,8 @@ class Brand(Policy):
             self._filled[int(i)] = True
         self._slots = [[int(f) for f in row] for row in state["slots"]]
         self.rng.bit_generator.state = state["rng"]
-        self.wasted_bytes, self.chunk_reads, self.overdrawn = (int(v) for v in state["counters"])
+        counters = [int(v) for v in state["counters"]] + [0]  # states before chunk_bytes had 3
+        self.wasted_bytes, self.chunk_reads, self.overdrawn, self.chunk_bytes = counters[:4]
         live = [f for row in self._slots for f in row if f >= 0]
         self.used_bytes = sum(self.budget.size_of(f) for f in live)
         self.used_items = len(live)
