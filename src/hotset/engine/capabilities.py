@@ -31,6 +31,9 @@ class Capabilities:
     regions: bool = False
     #: decisions depend on training feedback (a scorer or loss weights)
     learns: bool = False
+    #: plans with every rank's order of the epoch (``Policy.begin_world``): each rank
+    #: replays the others' accesses to hold the job's shared state (Brand §3.4)
+    plans_world: bool = False
 
     @property
     def uses_budget(self) -> bool:
@@ -53,6 +56,7 @@ class Capabilities:
                 "prefetches",
                 "regions",
                 "learns",
+                "plans_world",
             )
             if getattr(self, name)
         ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -151,6 +151,14 @@ class Policy(ABC):
 
     def end_epoch(self) -> None:
         """Called after the last access of an epoch."""
+
+    def begin_world(self, epoch: int, orders: Sequence[IntArray], rank: int) -> None:
+        """:meth:`begin_epoch` with every rank's order (``orders[rank]`` is ours).
+
+        Called instead of :meth:`begin_epoch` under data parallelism for policies
+        declaring ``capabilities.plans_world``.
+        """
+        self.begin_epoch(epoch, orders[rank])
 
     def attach_layout(self, layout: UnitLayout | None) -> None:
         """The dataset's chunk layout (read units); policies that read units keep it."""

@@ -81,7 +81,14 @@ class Brand(Policy):
         slots = int(cap / mean) if cap is not None else n
         if self.budget.capacity_items is not None:
             slots = min(slots, self.budget.capacity_items)
-        n_abstract = min(max(1, slots // self.chunk_size), max(1, layout.n_chunks))
+        self._map(slots // self.chunk_size)
+
+    def _map(self, n_abstract: int) -> None:
+        """Cut the chunks into groups, one per abstract chunk; every slot empty."""
+        layout = self.layout
+        assert layout is not None
+        n = len(layout.chunk_of)
+        n_abstract = min(max(1, n_abstract), max(1, layout.n_chunks))
         self.group_size = -(-layout.n_chunks // n_abstract)
         self._group_of = [c // self.group_size for c in range(layout.n_chunks)]
         self.n_groups = -(-layout.n_chunks // self.group_size) if layout.n_chunks else 0
@@ -107,18 +114,35 @@ class Brand(Policy):
 
     # -- access protocol --------------------------------------------------------------
     def access(self, sid: int) -> Decision:
+        return self._serve(int(sid))
+
+    def location(self, sid: int) -> tuple[int, int]:
+        """(group, slot): the abstract chunk and the slot a request for ``sid`` maps to."""
         layout = self.layout
         if layout is None:
             raise HotsetError("brand needs the dataset's chunk layout (hotset data pack)")
-        sid = int(sid)
+        return self._group_of[int(layout.chunk_of[sid])], self._slot_of[sid]
+
+    def _fits(self, g: int, size: int) -> bool:
+        """Whether one more file of ``size`` bytes fits the memory holding group ``g``."""
+        return self.budget.fits(self.used_bytes + size, self.used_items + 1)
+
+    def _charge(self, g: int, size: int, items: int) -> None:
+        """Account ``size`` bytes and ``items`` files more (or less) in ``g``'s memory."""
+        self.used_bytes += size
+        self.used_items += items
+
+    def _serve(self, sid: int) -> Decision:
+        """§3.3 for one request: what is at its slot, or a refill by fill rate."""
+        g, s = self.location(sid)
+        layout = self.layout
+        assert layout is not None
         c0 = int(layout.chunk_of[sid])
-        g, s = self._group_of[c0], self._slot_of[sid]
         row = self._slots[g]
         f = row[s]
         if f >= 0:  # return whatever is there, and self-invalidate it
             row[s] = -1
-            self.used_bytes -= self.budget.size_of(f)
-            self.used_items -= 1
+            self._charge(g, -self.budget.size_of(f), -1)
             outcome = Outcome.HIT if f == sid else Outcome.SUBSTITUTION
             return Decision(sid, outcome, f, evicted=(f,))
         chunk = self._choose(g, s)
@@ -137,12 +161,11 @@ class Brand(Policy):
             if t == s or self._filled[j] or row[t] >= 0:
                 continue
             size = self.budget.size_of(j)
-            if not self.budget.fits(self.used_bytes + size, self.used_items + 1):
+            if not self._fits(g, size):
                 continue  # stays unfilled: a later refill may bring it
             row[t] = j
             self._filled[j] = True
-            self.used_bytes += size
-            self.used_items += 1
+            self._charge(g, size, 1)
             used += size
             admitted.append(j)
         self.wasted_bytes += max(0, int(layout.chunk_sizes[chunk]) - used)

@@ -68,7 +68,15 @@ class System:
             train_loss=tuple(self.train_loss),
         )
         order = self.sampler.order(ctx)
-        self.policy.begin_epoch(epoch, order if announce else None)
+        if announce and world_size > 1 and self.policy.capabilities.plans_world:
+            # every rank's order, as every rank computes it (the samplers are seeded)
+            orders = [
+                order if q == rank else self.sampler.order(replace(ctx, rank=q))
+                for q in range(world_size)
+            ]
+            self.policy.begin_world(epoch, orders, rank)
+        else:
+            self.policy.begin_epoch(epoch, order if announce else None)
         return order
 
     def access(self, sid: int) -> Decision:
