@@ -43,3 +43,10 @@ def test_brand_delivers_every_sample_once_per_epoch_byte_exact(packed: Path, wor
             kinds |= {int(row[1]) for row in loader.decisions().rows()}
     # the loader really went through Brand's protocol: chunk misses and substitutions
     assert {int(Outcome.MISS), int(Outcome.SUBSTITUTION)} <= kinds
+
+
+def test_brand_across_ranks_asks_for_one_shared_cache(packed: Path) -> None:
+    """Its ranks fill one memory for the job: a cache per rank would lose what others put."""
+    data = hotset.open_dataset(packed, decode="bytes")
+    with pytest.raises(hotset.HotsetError, match="same shared cache"):
+        hotset.loader(data, system="brand", cache="20%", batch_size=8, rank=0, world_size=2)

@@ -129,3 +129,27 @@ def test_every_system_runs_under_torchrun_with_and_without_workers(
             for epoch in range(2):
                 union = sorted(first["served"][epoch] + second["served"][epoch])
                 assert union == list(range(200)), key
+
+
+@pytest.mark.parametrize(("world", "workers"), [(2, 0), (4, 2)])
+def test_brand_across_ranks_delivers_each_sample_once_with_remote_requests_and_prefetch(
+    dataset_dir: Path, tmp_path: Path, redis_server: Any, world: int, workers: int
+) -> None:
+    from hotset.data.chunks import pack_dataset
+
+    packed = tmp_path / "packed"
+    shutil.copytree(dataset_dir, packed)
+    pack_dataset(packed, chunk_size=8, shuffle_seed=1)
+    out = tmp_path / "out"
+    out.mkdir()
+    url = f"redis://127.0.0.1:{redis_server.port}/0"
+    _torchrun("rank_brand_job.py", world, str(packed), str(out), url, "3", str(workers))
+    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
+    for epoch in range(3):
+        union = sorted(i for r in ranks for i in r["served"][epoch])
+        assert union == list(range(200))  # each sample once per epoch across the ranks
+    for r in ranks:
+        assert r["counts"]["remote_requests"] > 0
+        assert r["counts"]["prefetch_hits"] > 0
+        assert 0 < r["remote_memory_peak"] <= 0.1 * r["capacity"]
+        assert sum(row["substitutions"] for row in r["rows"]) > 0

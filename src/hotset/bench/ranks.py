@@ -72,10 +72,21 @@ def _rank_main(rank: int, job: dict[str, Any]) -> None:
                 served.append(mine)
             wall = time.perf_counter() - start
             rows = ld.report()
-        out = {"rows": rows, "served": served, "wall": wall}
+        counts = getattr(ld.system.policy, "counts", {})  # Brand across ranks (§3.4)
+        out = {"rows": rows, "served": served, "wall": wall, "counts": counts}
         Path(job["out"], f"rank{rank}.json").write_text(json.dumps(out, default=str))
     finally:
         dist.destroy_process_group()
+
+
+def _scopes(system: str, world: int) -> tuple[str, ...]:
+    """Private and pooled for 2+ ranks, but a system whose ranks share one memory
+    (Brand across ranks: ``plans_world``) runs pooled only."""
+    from hotset.systems.registry import capabilities_of, parse_system
+
+    if world == 1:
+        return ("private",)
+    return ("pooled",) if capabilities_of(parse_system(system)[0]).plans_world else SCOPES
 
 
 def _one_run(
@@ -139,7 +150,13 @@ def _one_run(
             1,
         ),
         "wall_seconds_with_startup": round(wall, 2),
-    }
+    } | _brand_counts(ranks, epochs)
+
+
+def _brand_counts(ranks: list[dict[str, Any]], epochs: int) -> dict[str, Any]:
+    """Brand's own counters (remote requests, prefetch hits), per epoch over all ranks."""
+    keys = sorted({k for r in ranks for k in r["counts"]})
+    return {f"{k}_per_epoch": round(sum(r["counts"][k] for r in ranks) / epochs, 1) for k in keys}
 
 
 def run(
@@ -157,7 +174,9 @@ def run(
 ) -> dict[str, Any]:
     """Every (world, scope, system, cache share); pooled only where there are 2+ ranks."""
     from hotset.bench.redis_server import local_redis
+    from hotset.bench.workloads import PACK_CHUNK_SIZE, needs_chunks
     from hotset.data import SynthConfig, make_synth
+    from hotset.data.chunks import pack_dataset
     from hotset.storage.local import LocalStore
     from hotset.storage.shared_throttle import SharedThrottledStore
     from hotset.systems.registry import get_spec, parse_system
@@ -179,11 +198,13 @@ def run(
         work = Path(tmp)
         dataset = str(work / "synth")
         make_synth(dataset, SynthConfig(n=n, image_size=16, seed=seed), workers=1)
+        if needs_chunks(systems):  # Brand: a seeded shuffle cut into chunks (§3.2)
+            pack_dataset(dataset, chunk_size=PACK_CHUNK_SIZE, shuffle_seed=seed)
         inner = LocalStore(dataset)
         for world in worlds:
             for frac in cache_fracs:
                 for system in systems:
-                    for scope in SCOPES if world > 1 else ("private",):
+                    for scope in _scopes(system, world):
                         store = SharedThrottledStore(
                             inner,
                             latency_ms=latency_ms,

@@ -351,6 +351,12 @@ class HotsetLoader:
                 "benchmark's no-io row measure it)"
             )
         caching = caps.caches
+        if caps.plans_world and world_size > 1 and namespace is None:
+            raise HotsetError(
+                f"system {system!r} across {world_size} ranks keeps one memory for the whole "
+                "job: give every rank the same shared cache, e.g. cache='redis://host:6379/0', "
+                "cache_bytes='20%', namespace='my-job'"
+            )
         if caching:
             check_budget(planned, sizes, batch_size)
         check_manifest_matches_store(manifest, data.store, mode=check_store, seed=seed)
