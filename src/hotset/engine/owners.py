@@ -1,11 +1,12 @@
 """Which rank (or node) owns a sample id: one fixed hash, for every distributed part.
 
 Why one function: a pooled cache places each entry on one node (Redis Cluster's
-hash slots do it for real; the multi-node simulator models it), Brand §3.4
-gives each abstract location an owner rank, and Quiver shards misses across
-jobs. Each of them must agree with the others on who owns what, and an owner
-must not depend on the order ids arrive in or on the seed of a run, so that
-ranks, restarts and simulations all compute the same map without talking.
+hash slots do it for real; the multi-node simulator models it), and Quiver shards
+misses across jobs. An owner must not depend on the order ids arrive in or on
+the seed of a run, so that ranks, restarts and simulations all compute the same
+map without talking. (Brand §3.4 owns abstract chunks, not ids, round-robin, so
+that each node owns exactly what its memory holds: see
+:mod:`hotset.policies.brand_ranks`.)
 """
 
 from __future__ import annotations
