@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
 
 from hotset.data.chunks import ChunkLayout
 from hotset.errors import HotsetError
@@ -16,6 +15,7 @@ from hotset.samplers.base import EpochContext
 from hotset.samplers.random import RandomSampler
 from hotset.systems.registry import build_system
 from layout_support import make_layout
+from randomness_support import randomness_p_values
 
 
 def shuffled_layout(sizes: np.ndarray, chunk_size: int, seed: int) -> ChunkLayout:
@@ -169,21 +169,6 @@ def chunk_sequential_order(seed: int) -> list[int]:
     layout = shuffled_layout(np.full(N_IDS, 10), 4, seed=7)
     chunks = np.random.default_rng(seed).permutation(layout.n_chunks)
     return [int(i) for c in chunks for i in layout.members(int(c))]
-
-
-def randomness_p_values(got: np.ndarray) -> tuple[float, float]:
-    """(rank-correlation p, per-position chi-square p) against uniform permutations."""
-    runs, n = got.shape
-    positions = np.tile(np.arange(n), runs)
-    rho = np.array([stats.spearmanr(np.arange(n), row).statistic for row in got])
-    # under uniformity each rho has mean 0 and variance 1 / (n - 1)
-    z = rho.mean() / np.sqrt(1.0 / (n - 1) / runs)
-    p_rho = float(2 * stats.norm.sf(abs(z)))
-    counts = np.zeros((n, n))
-    np.add.at(counts, (positions, got.ravel()), 1)
-    chi2 = float(((counts - runs / n) ** 2 / (runs / n)).sum())
-    p_chi = float(stats.chi2.sf(chi2, df=(n - 1) ** 2))
-    return p_rho, p_chi
 
 
 def test_brand_orders_cannot_be_told_from_uniform_permutations() -> None:

@@ -136,3 +136,37 @@ def test_bad_options_name_the_value() -> None:
         BrandRanks(budget, remote_frac=1.0)
     with pytest.raises(HotsetError, match="accepts window and remote_frac"):
         build_system("brand", n=10, budget=budget, seed=0, chunky=True)
+
+
+def _global_order(seed: int, n: int = 16, world: int = 2, batch: int = 4) -> tuple[list[int], int]:
+    """The files two ranks deliver, in lockstep order (batch b of rank 0, then of rank 1)."""
+    from hotset.samplers.base import EpochContext
+    from hotset.samplers.random import RandomSampler
+
+    sizes = np.full(n, 10, dtype=np.int64)
+    layout = make_layout(sizes, 4, seed=7)
+    sampler = RandomSampler(n, seed=seed)
+    orders = [sampler.order(EpochContext(epoch=0, rank=r, world_size=world)) for r in range(world)]
+    policies = []
+    for rank in range(world):
+        policy = BrandRanks(Budget(capacity_bytes=100, sizes=sizes), seed=seed, batch_size=batch)
+        policy.attach_layout(layout)
+        policy.begin_world(0, orders, rank)
+        policies.append(policy)
+    delivered: list[int] = []
+    for b in range(n // world // batch):
+        for rank, policy in enumerate(policies):
+            part = orders[rank][b * batch : (b + 1) * batch].tolist()
+            delivered += [policy.access(i).served for i in part]
+    return delivered, sum(p.counts["prefetched_files"] for p in policies)
+
+
+def test_orders_across_ranks_cannot_be_told_from_uniform_permutations() -> None:
+    from randomness_support import randomness_p_values
+
+    runs = [_global_order(seed) for seed in range(2000)]
+    assert sum(prefetched for _, prefetched in runs) > 0  # remote requests prefetched too
+    got = np.array([order for order, _ in runs])
+    assert all(sorted(row) == list(range(16)) for row in got)  # exactly once, every run
+    p_rho, p_chi = randomness_p_values(got)
+    assert p_rho > 1e-3 and p_chi > 1e-3, (p_rho, p_chi)
