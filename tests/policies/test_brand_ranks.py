@@ -27,7 +27,7 @@ def _sim(n: int, world: int, chunk: int, frac: float, seed: int, **kw: Any) -> N
     sizes = _sizes(n, seed)
     layout = make_layout(sizes, chunk, seed=seed)
     return NodeSim(
-        "brand", nodes=world, scope="private", sizes=sizes, cache_frac=frac, seed=seed,
+        "brand", nodes=world, scope="pooled", sizes=sizes, cache_frac=frac, seed=seed,
         batch_size=8, layout=layout, options=kw or None,
     )  # fmt: skip
 

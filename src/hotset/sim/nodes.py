@@ -30,7 +30,9 @@ slowest node's I/O, plus compute); real training (a learning system gets losses
 from :class:`~hotset.sim.losses.SyntheticLosses`, and no validation accuracy).
 The loader on a shared Redis namespace today runs one policy per rank and looks
 planned misses up in the pool; ``pooled`` is the global-directory design it
-approximates, not a replay of it.
+approximates, not a replay of it. A system with its own protocol across ranks
+(``capabilities.plans_world``: Brand §3.4) runs pooled as itself, one system
+per rank over the job's memory, with no remote counts of this model's.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from hotset.importance.merge import RankFeedback, merge_rank_feedback
 from hotset.policies.base import Budget, IntArray, Outcome
 from hotset.sim.losses import SyntheticLosses
 from hotset.systems.base import System
-from hotset.systems.registry import build_system
+from hotset.systems.registry import build_system, capabilities_of
 
 SCOPES = ("private", "pooled")
 
@@ -142,8 +144,16 @@ class NodeSim:
             raise HotsetError(f"nodes: costs must be a Costs, got {costs!r:.80}")
         self.costs = costs or Costs()
         self.per_node_bytes = math.floor(cache_frac * int(self.sizes.sum()))
-        copies = nodes if scope == "private" else 1
-        pool = self.per_node_bytes * (nodes if scope == "pooled" else 1)
+        world_protocol = capabilities_of(system).plans_world and nodes > 1
+        if world_protocol and scope == "private":
+            raise HotsetError(
+                f"nodes: system {system!r} shares the nodes' memories by its own protocol "
+                "(owner ranks): simulate it with scope pooled"
+            )
+        #: a planner per rank (a private cache each, or a protocol over the job's memory)
+        self._per_rank = scope == "private" or world_protocol
+        copies = nodes if self._per_rank else 1
+        pool = self.per_node_bytes * (1 if self._per_rank else nodes)
         self.systems: list[System] = [
             build_system(
                 system,
@@ -161,7 +171,7 @@ class NodeSim:
             raise HotsetError(
                 f"nodes: system {system!r} is an offline bound, not a cache a node can run"
             )
-        step = batch_size * (nodes if scope == "pooled" else 1)
+        step = batch_size * (1 if self._per_rank else nodes)
         self.planners = [
             Planner(s, n=n, batch_size=step, lag=0, sizes=self.sizes) for s in self.systems
         ]
@@ -181,7 +191,7 @@ class NodeSim:
         seconds = 0.0
         steps = max(p.n_batches for p in self.planners)
         for k in range(steps):
-            step = self._private_step(k) if self.scope == "private" else self._pooled_step()
+            step = self._private_step(k) if self._per_rank else self._pooled_step()
             totals += step.counts
             seconds += step.seconds + self.costs.compute_ms_per_batch / 1e3
         self._finish(epoch, starts)
