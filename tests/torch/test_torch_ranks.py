@@ -36,10 +36,27 @@ def _torchrun(script: str, world: int, *args: str) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-def _job(dataset_dir: Path, out: Path, world: int, system: str, epochs: int = 3) -> list[dict]:  # type: ignore[type-arg]
+def _ranks(script: str, world: int, out: Path, *args: str) -> list[dict[str, Any]]:
+    """Run ``script`` as ``world`` ranks writing ``out/rank{r}.json``; those results."""
     out.mkdir()
-    _torchrun("rank_job.py", world, str(dataset_dir), str(out), system, str(epochs))
+    _torchrun(script, world, *args)
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
+
+
+def _packed(dataset_dir: Path, tmp_path: Path, *, chunk_size: int, seed: int) -> Path:
+    """A copy of the data set, packed as Brand §3.2 asks (a seeded shuffle cut into chunks)."""
+    from hotset.data.chunks import pack_dataset
+
+    packed = tmp_path / "packed"
+    shutil.copytree(dataset_dir, packed)
+    pack_dataset(packed, chunk_size=chunk_size, shuffle_seed=seed)
+    return packed
+
+
+def _job(
+    dataset_dir: Path, out: Path, world: int, system: str, epochs: int = 3
+) -> list[dict[str, Any]]:
+    return _ranks("rank_job.py", world, out, str(dataset_dir), str(out), system, str(epochs))
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -90,9 +107,7 @@ def test_ranks_share_one_pooled_cluster_cache_within_its_budget(
     """2 ranks, one namespace on a 3-master cluster: each rank plans half of the budget."""
     url = "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in redis_cluster.nodes)
     out = tmp_path / "out"
-    out.mkdir()
-    _torchrun("rank_pool_job.py", 2, str(dataset_dir), str(out), url, system, "3")
-    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
+    ranks = _ranks("rank_pool_job.py", 2, out, str(dataset_dir), str(out), url, system, "3")
     capacity = ranks[0]["capacity"]
     for rank in ranks:
         assert all(0 < used <= capacity for used in rank["used"])  # the pool's one budget
@@ -108,16 +123,11 @@ def test_ranks_share_one_pooled_cluster_cache_within_its_budget(
 def test_every_system_runs_under_torchrun_with_and_without_workers(
     dataset_dir: Path, tmp_path: Path
 ) -> None:
-    from hotset.data.chunks import pack_dataset
     from hotset.systems.registry import capabilities_of
 
-    packed = tmp_path / "packed"
-    shutil.copytree(dataset_dir, packed)
-    pack_dataset(packed, chunk_size=16, shuffle_seed=0)
+    packed = _packed(dataset_dir, tmp_path, chunk_size=16, seed=0)
     out = tmp_path / "out"
-    out.mkdir()
-    _torchrun("rank_systems_job.py", 2, str(dataset_dir), str(packed), str(out))
-    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
+    ranks = _ranks("rank_systems_job.py", 2, out, str(dataset_dir), str(packed), str(out))
     assert ranks[0].keys() == ranks[1].keys() and len(ranks[0]) >= 2 * 15
     for key, first in ranks[0].items():
         name = key.split("/")[0]
@@ -135,16 +145,11 @@ def test_every_system_runs_under_torchrun_with_and_without_workers(
 def test_brand_across_ranks_delivers_each_sample_once_with_remote_requests_and_prefetch(
     dataset_dir: Path, tmp_path: Path, redis_server: Any, world: int, workers: int
 ) -> None:
-    from hotset.data.chunks import pack_dataset
-
-    packed = tmp_path / "packed"
-    shutil.copytree(dataset_dir, packed)
-    pack_dataset(packed, chunk_size=8, shuffle_seed=1)
+    packed = _packed(dataset_dir, tmp_path, chunk_size=8, seed=1)
     out = tmp_path / "out"
-    out.mkdir()
     url = f"redis://127.0.0.1:{redis_server.port}/0"
-    _torchrun("rank_brand_job.py", world, str(packed), str(out), url, "3", str(workers))
-    ranks = [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
+    args = (str(packed), str(out), url, "3", str(workers))
+    ranks = _ranks("rank_brand_job.py", world, out, *args)
     for epoch in range(3):
         union = sorted(i for r in ranks for i in r["served"][epoch])
         assert union == list(range(200))  # each sample once per epoch across the ranks
