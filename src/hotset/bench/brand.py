@@ -53,6 +53,8 @@ def run(
     """The main grid, then the chunk-size sweep (at the first latency and the smallest
     cache share); one row per loader measured."""
     from hotset.bench.loader import run as loader_run
+    from hotset.bench.loader import with_rates
+    from hotset.bench.workloads import PACK_CHUNK_SIZE
 
     for size in chunk_sizes:
         if size < 1:
@@ -70,7 +72,9 @@ def run(
     sweep_latency_ms, sweep_cache_frac = latencies[0], min(cache_fracs)
     table: list[dict[str, Any]] = []
     cells: list[tuple[str, float, float, int, tuple[str, ...]]] = [
-        ("main", lat, frac, 64, ("pytorch", "brand")) for lat in latencies for frac in cache_fracs
+        ("main", lat, frac, PACK_CHUNK_SIZE, ("pytorch", "brand"))
+        for lat in latencies
+        for frac in cache_fracs
     ]
     cells += [
         ("chunk sweep", sweep_latency_ms, sweep_cache_frac, cs, ("brand",)) for cs in chunk_sizes
@@ -84,19 +88,12 @@ def run(
         result = loader_run(
             latency_ms=latency, cache_frac=frac, systems=systems, chunk_size=chunk, **common
         )
-        rows = {row["name"]: row for row in result["table"]}
-        torch_rate = rows["torch"]["samples_per_s"]
-        ceiling = rows["no-io"]["samples_per_s"]
-        wanted = rows.values() if part == "main" else [rows["brand"]]
-        for row in wanted:
-            table.append(
-                {"part": part, "latency_ms": latency, "cache_frac": frac, "chunk_size": chunk}
-                | {k: row.get(k) for k in _KEEP}
-                | {
-                    "vs_torch": round(row["samples_per_s"] / torch_rate, 3),
-                    "vs_no_io": round(row["samples_per_s"] / ceiling, 3),
-                }
-            )
+        for row in with_rates(result["table"]):
+            if part == "main" or row["name"] == "brand":
+                table.append(
+                    {"part": part, "latency_ms": latency, "cache_frac": frac, "chunk_size": chunk}
+                    | {k: row.get(k) for k in (*_KEEP, "vs_torch", "vs_no_io")}
+                )
     return {
         "params": common
         | {"sweep_latency_ms": sweep_latency_ms, "sweep_cache_frac": sweep_cache_frac},

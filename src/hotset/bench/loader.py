@@ -97,6 +97,20 @@ def timed_batches(
             time.sleep(compute_s)
 
 
+def with_rates(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row of one :func:`run` with its samples/s over torch's and over no-I/O's."""
+    rates = {row["name"]: row["samples_per_s"] for row in table}
+    torch_rate, ceiling = rates.get("torch"), rates.get("no-io")
+    return [
+        row
+        | {
+            "vs_torch": round(row["samples_per_s"] / torch_rate, 3) if torch_rate else None,
+            "vs_no_io": round(row["samples_per_s"] / ceiling, 3) if ceiling else None,
+        }
+        for row in table
+    ]
+
+
 def _plain_row(
     name: str,
     store: Any,
@@ -231,9 +245,8 @@ def run(
     A generated data set is packed (a seeded shuffle cut into ``chunk_size`` chunks)
     when a system reads whole chunks; the others read its sample files as before.
     """
-    from hotset.bench.workloads import needs_chunks
+    from hotset.bench.workloads import ensure_packed, needs_chunks
     from hotset.data import SynthConfig, make_synth
-    from hotset.data.chunks import pack_dataset
     from hotset.storage.local import LocalStore
     from hotset.storage.shared_throttle import SharedThrottledStore
     from hotset.systems.registry import get_spec
@@ -245,12 +258,13 @@ def run(
         raise HotsetError(f"cache_frac must be in (0, 1], got {cache_frac!r}")
     if epochs < 1 or workers < 0 or batch_size < 1 or compute_ms < 0:
         raise HotsetError("epochs and batch_size must be >= 1, workers and compute_ms >= 0")
+    chunked = needs_chunks(systems)
     with tempfile.TemporaryDirectory(prefix="hotset-bench-") as tmp:
         if dataset is None:
             dataset = str(Path(tmp) / "synth")
             make_synth(dataset, SynthConfig(n=n, image_size=image_size, seed=seed), workers=1)
-            if needs_chunks(systems):
-                pack_dataset(dataset, chunk_size=chunk_size, shuffle_seed=seed)
+            if chunked:
+                ensure_packed(dataset, chunk_size=chunk_size, seed=seed)
         # the modeled server below stands for the store: no retries around the files
         data = open_dataset(dataset, retries=0)
         manifest = data.manifest
@@ -294,7 +308,7 @@ def run(
             "image_size": image_size,
             "io_threads": io_threads,
             "seed": seed,
-            "chunk_size": chunk_size if needs_chunks(systems) else None,
+            "chunk_size": chunk_size if chunked else None,
         },
         "table": table,
         "notes": [

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from hotset.errors import HotsetError
-from hotset.sim.nodes import MODEL_LIMITS, SCOPES, Costs, run_nodes
+from hotset.sim.nodes import MODEL_LIMITS, Costs, run_nodes, scopes_for
 from hotset.systems.registry import parse_system
 
 DEFAULT_SYSTEMS = ("pytorch", "lru", "minio", "shade")
@@ -64,10 +64,12 @@ def run(
     rows: list[dict[str, Any]] = []
     sizes_of: dict[int, Any] = {}
     for workload, size, k, frac in grid:
-        sizes = sizes_of.setdefault(size, workload_sizes(size, seed=seed))
+        if size not in sizes_of:
+            sizes_of[size] = workload_sizes(size, seed=seed)
+        sizes = sizes_of[size]
         for system in systems:
             name, options = parse_system(system)
-            for scope in SCOPES if k > 1 else ("private",):
+            for scope in scopes_for(name, k):
                 started = time.perf_counter()
                 result = run_nodes(
                     name,

@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 
 from hotset.errors import HotsetError
+from hotset.sim.nodes import scopes_for
 
 DEFAULT_SYSTEMS = ("pytorch", "lru", "minio", "shade")
-SCOPES = ("private", "pooled")
 
 
 def _rank_main(rank: int, job: dict[str, Any]) -> None:
@@ -77,16 +77,6 @@ def _rank_main(rank: int, job: dict[str, Any]) -> None:
         Path(job["out"], f"rank{rank}.json").write_text(json.dumps(out, default=str))
     finally:
         dist.destroy_process_group()
-
-
-def _scopes(system: str, world: int) -> tuple[str, ...]:
-    """Private and pooled for 2+ ranks, but a system whose ranks share one memory
-    (Brand across ranks: ``plans_world``) runs pooled only."""
-    from hotset.systems.registry import capabilities_of, parse_system
-
-    if world == 1:
-        return ("private",)
-    return ("pooled",) if capabilities_of(parse_system(system)[0]).plans_world else SCOPES
 
 
 def _one_run(
@@ -174,9 +164,8 @@ def run(
 ) -> dict[str, Any]:
     """Every (world, scope, system, cache share); pooled only where there are 2+ ranks."""
     from hotset.bench.redis_server import local_redis
-    from hotset.bench.workloads import PACK_CHUNK_SIZE, needs_chunks
+    from hotset.bench.workloads import ensure_packed, needs_chunks
     from hotset.data import SynthConfig, make_synth
-    from hotset.data.chunks import pack_dataset
     from hotset.storage.local import LocalStore
     from hotset.storage.shared_throttle import SharedThrottledStore
     from hotset.systems.registry import get_spec, parse_system
@@ -199,12 +188,12 @@ def run(
         dataset = str(work / "synth")
         make_synth(dataset, SynthConfig(n=n, image_size=16, seed=seed), workers=1)
         if needs_chunks(systems):  # Brand: a seeded shuffle cut into chunks (§3.2)
-            pack_dataset(dataset, chunk_size=PACK_CHUNK_SIZE, shuffle_seed=seed)
+            ensure_packed(dataset, seed=seed)
         inner = LocalStore(dataset)
         for world in worlds:
             for frac in cache_fracs:
                 for system in systems:
-                    for scope in _scopes(system, world):
+                    for scope in scopes_for(system, world):
                         store = SharedThrottledStore(
                             inner,
                             latency_ms=latency_ms,

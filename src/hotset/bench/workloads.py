@@ -48,16 +48,22 @@ def workload_dir(
     """
     path = _generated(name, data_dir=data_dir, synth_n=synth_n, progress=progress)
     if packed:
-        from hotset.data.chunks import ChunkLayout, pack_dataset
-
-        if not ChunkLayout.exists(path):
-            pack_dataset(
-                path,
-                chunk_size=PACK_CHUNK_SIZE,
-                shuffle_seed=PACK_SHUFFLE_SEED,
-                progress=progress,
-            )
+        ensure_packed(path, progress=progress)
     return path
+
+
+def ensure_packed(
+    path: str | Path,
+    *,
+    chunk_size: int = PACK_CHUNK_SIZE,
+    seed: int = PACK_SHUFFLE_SEED,
+    progress: bool = False,
+) -> None:
+    """Give ``path`` a chunk layout (a seeded shuffle cut into chunks) unless it has one."""
+    from hotset.data.chunks import ChunkLayout, pack_dataset
+
+    if not ChunkLayout.exists(path):
+        pack_dataset(path, chunk_size=chunk_size, shuffle_seed=seed, progress=progress)
 
 
 def _generated(name: str, *, data_dir: Path, synth_n: int, progress: bool) -> Path:

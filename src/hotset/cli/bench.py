@@ -231,7 +231,7 @@ def loader(
     values = parse_floats(latencies, option="--latency-ms")
     if min(values) < 0:
         raise HotsetError(f"--latency-ms: expected non-negative numbers, got {latencies!r}")
-    from hotset.bench.loader import run
+    from hotset.bench.loader import run, with_rates
 
     names = tuple(s.strip() for s in systems.split(",") if s.strip())
     table: list[dict[str, Any]] = []
@@ -252,18 +252,6 @@ def loader(
             seed=seed,
         )
         runs.append(result)
-        rows = {row["name"]: row for row in result["table"]}
-        torch_rate = rows.get("torch", {}).get("samples_per_s")
-        ceiling = rows.get("no-io", {}).get("samples_per_s")
-        for row in result["table"]:
-            rate = row["samples_per_s"]
-            table.append(
-                {"latency_ms": latency}
-                | row
-                | {
-                    "vs_torch": round(rate / torch_rate, 3) if torch_rate else None,
-                    "vs_no_io": round(rate / ceiling, 3) if ceiling else None,
-                }
-            )
+        table += [{"latency_ms": latency} | row for row in with_rates(result["table"])]
         notes += [note for note in result.get("notes", []) if note not in notes]
     finish("loader", {"table": table, "notes": notes, "runs": runs}, root, as_json)

@@ -55,6 +55,7 @@ class Brand(Policy):
         self.chunk_size = 0
         self.n_groups = 0
         self.group_size = 0
+        self.node_chunks = 1
         self.wasted_bytes = 0
         self.chunk_bytes = 0  # bytes of every chunk read decided (the waste's denominator)
         self.chunk_reads = 0
@@ -81,7 +82,9 @@ class Brand(Policy):
         slots = int(cap / mean) if cap is not None else n
         if self.budget.capacity_items is not None:
             slots = min(slots, self.budget.capacity_items)
-        self._map(slots // self.chunk_size)
+        #: abstract chunks one node's memory holds
+        self.node_chunks = max(1, slots // self.chunk_size)
+        self._map(self.node_chunks)
 
     def _map(self, n_abstract: int) -> None:
         """Cut the chunks into groups, one per abstract chunk; every slot empty."""

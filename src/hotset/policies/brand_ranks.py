@@ -35,7 +35,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hotset.engine.capabilities import Capabilities
-from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.policies.base import Budget, Decision, IntArray, Outcome
 from hotset.policies.brand import Brand
@@ -70,7 +69,8 @@ class BrandRanks(Brand):
         self.window = window
         self.remote_frac = float(remote_frac)
         self.world_size, self.rank = 1, 0
-        self._per_node = 1  # abstract chunks a node's memory holds
+        self._remote_cap = 0  # bytes of a node's remote memory
+        self._owner_cap: int | None = None
         self._orders: list[list[int]] = [[]]
         self._done = [0]  # accesses replayed so far, per rank
         self._step, self._turn = 0, 0
@@ -81,29 +81,15 @@ class BrandRanks(Brand):
         self.remote_memory_peak = 0
 
     # -- the world ----------------------------------------------------------------------
-    def attach_layout(self, layout: UnitLayout | None) -> None:
-        super().attach_layout(layout)
-        if layout is not None:
-            self._per_node = max(1, self.n_groups_wanted)
-            self._setup(1)
-
-    @property
-    def n_groups_wanted(self) -> int:
-        """Abstract chunks one node's memory holds (before the remote memory is set aside)."""
-        cap = self.budget.capacity_bytes
-        layout = self.layout
-        assert layout is not None
-        n = len(layout.chunk_of)
-        mean = max(1.0, sum(self.budget.size_of(i) for i in range(n)) / max(1, n))
-        slots = int(cap / mean) if cap is not None else n
-        if self.budget.capacity_items is not None:
-            slots = min(slots, self.budget.capacity_items)
-        return slots // max(1, self.chunk_size)
-
     def _setup(self, world: int) -> None:
-        """The global abstract memory for ``world`` nodes; every slot empty."""
+        """The global abstract memory for ``world`` nodes (a remote memory set aside in
+        each node's when there are several); every slot empty."""
         self.world_size = world
-        owned = self._per_node if world == 1 else int(self._per_node * (1 - self.remote_frac))
+        cap = self.budget.capacity_bytes
+        self._remote_cap = 0 if cap is None or world == 1 else int(self.remote_frac * cap)
+        #: bytes of an owner's slots (None: no byte budget)
+        self._owner_cap = None if cap is None else cap - self._remote_cap
+        owned = self.node_chunks if world == 1 else int(self.node_chunks * (1 - self.remote_frac))
         self._map(world * max(1, owned))
         self._owner_used = [0] * world
         self._remote = [{} for _ in range(world)]
@@ -132,20 +118,20 @@ class BrandRanks(Brand):
         for files in self._remote:  # prefetched files of an epoch left unconsumed stay valid
             for f in files.values():
                 self._filled[f] = True
-        if self.world_size == 1:
-            self._orders = [[] if planned is None else np.asarray(planned).tolist()]
-            self._done = [0]
 
     def end_epoch(self) -> None:
         """Replay the other ranks' accesses to the end: every rank ends in the same state."""
+        if self.world_size == 1:
+            return
         batch = max(1, self.batch_size)
         self._advance(max(-(-len(o) // batch) for o in self._orders), 0)
 
     # -- accesses -----------------------------------------------------------------------
     def access(self, sid: int) -> Decision:
+        if self.world_size == 1:
+            return self._serve(int(sid))  # one node: Brand §3.3 as it is
         me = self.rank
-        if self.world_size > 1:
-            self._advance(self._done[me] // max(1, self.batch_size), me)
+        self._advance(self._done[me] // max(1, self.batch_size), me)
         decision = self._request(me, int(sid))
         self._done[me] += 1
         return decision
@@ -177,11 +163,8 @@ class BrandRanks(Brand):
         mine = q == self.rank
         f = self._remote[q].pop((g, s), -1)
         if f >= 0:
-            size = self.budget.size_of(f)
-            self._remote_used[q] -= size
+            self._charge_remote(q, -self.budget.size_of(f), -1)
             if mine:
-                self.used_bytes -= size
-                self.used_items -= 1
                 self.counts["prefetch_hits"] += 1
             outcome = Outcome.HIT if f == sid else Outcome.SUBSTITUTION
             return Decision(sid, outcome, f, evicted=(f,))
@@ -200,7 +183,7 @@ class BrandRanks(Brand):
         """Send rank ``q`` files of its next ``window`` accesses that ``owner`` holds (§3.4)."""
         order = self._orders[q]
         start = self._done[q] + 1
-        limit = int(self.remote_frac * (self.budget.capacity_bytes or 0))
+        limit = self._remote_cap
         remote, seen = self._remote[q], set()
         for j in order[start : start + self.window]:
             g, s = self.location(j)
@@ -214,10 +197,8 @@ class BrandRanks(Brand):
             self._slots[g][s] = -1
             self._charge(g, -size, -1)
             remote[(g, s)] = f
-            self._remote_used[q] += size
+            self._charge_remote(q, size, 1)
             if q == self.rank:
-                self.used_bytes += size
-                self.used_items += 1
                 self.counts["prefetched_files"] += 1
                 self.remote_memory_peak = max(self.remote_memory_peak, self._remote_used[q])
 
@@ -225,15 +206,20 @@ class BrandRanks(Brand):
     def _fits(self, g: int, size: int) -> bool:
         if self.world_size == 1:
             return super()._fits(g, size)
-        cap = self.budget.capacity_bytes
-        owned = (cap or 0) - int(self.remote_frac * (cap or 0))
-        return cap is None or self._owner_used[g % self.world_size] + size <= owned
+        cap = self._owner_cap
+        return cap is None or self._owner_used[g % self.world_size] + size <= cap
 
     def _charge(self, g: int, size: int, items: int) -> None:
         owner = g % self.world_size
         self._owner_used[owner] += size
         if owner == self.rank:
             super()._charge(g, size, items)
+
+    def _charge_remote(self, q: int, size: int, items: int) -> None:
+        """Account ``size`` bytes more (or less) in rank ``q``'s remote memory."""
+        self._remote_used[q] += size
+        if q == self.rank:
+            super()._charge(-1, size, items)
 
     # -- residency and resumption -------------------------------------------------------
     def __contains__(self, sid: object) -> bool:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -75,6 +75,8 @@ NODE_KEYS = (
     "remote_bytes",
     "remote_put_bytes",
 )
+#: row of each counter in a step's (counter x node) array
+_ROW = {key: i for i, key in enumerate(NODE_KEYS)}
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,6 @@ class _Step:
 
     counts: npt.NDArray[np.float64]
     seconds: float = 0.0
-    served: list[IntArray] = field(default_factory=list)
 
 
 class NodeSim:
@@ -243,8 +244,16 @@ class NodeSim:
             plan = planner.plan_next()
             col = step.counts[:, rank]
             counts = plan.outcome_counts()
-            col[:5] = (len(plan), counts[_HIT], counts[_SUB], counts[_PRE], counts[_MISS])
-            col[6:8] = (plan.storage_requests, plan.storage_bytes)
+            for key, value in (
+                ("requests", len(plan)),
+                ("exact_hits", counts[_HIT]),
+                ("substitutions", counts[_SUB]),
+                ("prefetched", counts[_PRE]),
+                ("storage_reads", counts[_MISS]),
+                ("storage_requests", plan.storage_requests),
+                ("storage_bytes", plan.storage_bytes),
+            ):
+                col[_ROW[key]] = value
             slowest = max(
                 slowest, self.costs.storage_seconds(plan.storage_requests, plan.storage_bytes)
             )
@@ -265,36 +274,45 @@ class NodeSim:
         def per_node(mask: npt.NDArray[np.bool_], weights: Any = None) -> Any:
             return np.bincount(req[mask], weights=weights, minlength=nodes)
 
-        every = np.ones(len(plan), dtype=bool)
-        c[0] = per_node(every)
-        for row, outcome in ((1, _HIT), (2, _SUB), (3, _PRE), (4, _MISS)):
-            c[row] = per_node(outcomes == outcome)
+        c[_ROW["requests"]] = np.bincount(req, minlength=nodes)
+        for key, outcome in (
+            ("exact_hits", _HIT),
+            ("substitutions", _SUB),
+            ("prefetched", _PRE),
+            ("storage_reads", _MISS),
+        ):
+            c[_ROW[key]] = per_node(outcomes == outcome)
         remote = (outcomes <= _SUB) & (self.home[served] != req)
-        c[5] = per_node(remote)
-        c[8] = per_node(remote, sizes[served[remote]])
+        c[_ROW["remote_hits"]] = per_node(remote)
+        c[_ROW["remote_bytes"]] = per_node(remote, sizes[served[remote]])
         # who asked first for each id: storage reads and puts are charged to that node
-        first: dict[int, int] = {}
-        for j, sid in enumerate(plan.requested.tolist()):
-            first.setdefault(sid, int(req[j]))
-        for j, sid in enumerate(served.tolist()):
-            first.setdefault(sid, int(req[j]))
+        asked = np.concatenate([plan.requested, served])
+        ids, first = np.unique(asked, return_index=True)
+        asker = np.concatenate([req, req])[first]
+
+        def node_of(some: IntArray) -> IntArray:
+            """The first asker of each id; node 0 for an id no one asked (a unit's fill)."""
+            at = np.minimum(np.searchsorted(ids, some), len(ids) - 1)
+            return np.where(ids[at] == some, asker[at], 0).astype(np.int64)
+
         reads = plan.reads
-        read_node = np.array([first[int(s)] for s in reads], dtype=np.int64)
-        c[6] = np.bincount(read_node, minlength=nodes)
-        c[7] = np.bincount(read_node, weights=sizes[reads], minlength=nodes)
+        read_node = node_of(reads)
+        c[_ROW["storage_requests"]] = np.bincount(read_node, minlength=nodes)
+        c[_ROW["storage_bytes"]] = np.bincount(read_node, weights=sizes[reads], minlength=nodes)
         # unit reads and prefetches: spread over the nodes (their requester is not one node)
-        rest_req = plan.storage_requests - len(reads)
-        rest_bytes = plan.storage_bytes - int(sizes[reads].sum())
-        c[6] += rest_req / nodes
-        c[7] += rest_bytes / nodes
+        c[_ROW["storage_requests"]] += (plan.storage_requests - len(reads)) / nodes
+        c[_ROW["storage_bytes"]] += (plan.storage_bytes - int(sizes[reads].sum())) / nodes
         puts = plan.puts[plan.puts < len(sizes)]
         if len(puts):
-            put_node = np.array([first.get(int(s), 0) for s in puts], dtype=np.int64)
+            put_node = node_of(puts)
             away = self.home[puts] != put_node
-            c[9] = np.bincount(put_node[away], weights=sizes[puts][away], minlength=nodes)
+            c[_ROW["remote_put_bytes"]] = np.bincount(
+                put_node[away], weights=sizes[puts][away], minlength=nodes
+            )
+        remote_bytes = c[_ROW["remote_bytes"]] + c[_ROW["remote_put_bytes"]]
         step.seconds = max(
-            self.costs.storage_seconds(c[6, r], c[7, r])
-            + self.costs.remote_seconds(c[5, r], c[8, r] + c[9, r])
+            self.costs.storage_seconds(c[_ROW["storage_requests"], r], c[_ROW["storage_bytes"], r])
+            + self.costs.remote_seconds(c[_ROW["remote_hits"], r], remote_bytes[r])
             for r in range(nodes)
         )
         self._trained(planner, plan, [served[r * b : (r + 1) * b] for r in range(nodes)])
@@ -385,6 +403,19 @@ MODEL_LIMITS = (
     "pooled: one policy over the pool sees every rank's requests (a global directory); the "
     "loader on a shared Redis namespace runs one policy per rank with pool lookups instead",
 )
+
+
+def scopes_for(system: str, nodes: int) -> tuple[str, ...]:
+    """The scopes worth comparing for ``system`` (a name or spec) on ``nodes`` nodes.
+
+    One node has nothing to pool; a system whose ranks share one memory by its own
+    protocol (``capabilities.plans_world``: Brand §3.4) runs pooled only.
+    """
+    from hotset.systems.registry import parse_system
+
+    if nodes == 1:
+        return ("private",)
+    return ("pooled",) if capabilities_of(parse_system(system)[0]).plans_world else SCOPES
 
 
 def _check(*, nodes: int, scope: str, cache_frac: float, batch_size: int) -> None:
