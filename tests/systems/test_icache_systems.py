@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hotset.engine.planner import Planner
 from hotset.errors import HotsetError
 from hotset.importance.scorers import LossScorer
 from hotset.policies.base import Budget, Outcome
 from hotset.policies.icache import ICache
+from hotset.policies.icache_packed import PackedICache
 from hotset.policies.lru import LRU
 from hotset.samplers.iis import IISSampler
 from hotset.systems.base import System
@@ -16,7 +18,7 @@ from hotset.systems.icache import SPECS
 from hotset.systems.registry import system_names
 
 SPEC = {spec.name: spec for spec in SPECS}
-NAMES = ("icache", "icache_iis_lru", "icache_h", "icache_st_hc")
+NAMES = ("icache", "icache_iis_lru", "icache_h", "icache_st_hc", "icache_static_pack")
 
 
 def _build(name: str, n: int = 3000, frac: float = 0.2, **options: object) -> System:
@@ -29,8 +31,10 @@ def test_every_variant_is_registered_and_composed() -> None:
         system = _build(name)
         assert isinstance(system.sampler, IISSampler)
         assert isinstance(system.scorer, LossScorer)
-        want = LRU if name == "icache_iis_lru" else ICache
-        assert isinstance(system.policy, want)
+        want = {"icache_iis_lru": LRU, "icache_h": ICache}.get(name, PackedICache)
+        assert type(system.policy) is want
+    assert _build("icache_static_pack").policy.packer.static  # type: ignore[attr-defined]
+    assert not _build("icache").policy.packer.static  # type: ignore[attr-defined]
     assert _build("icache_st_hc").policy.substitute_to == "h"  # type: ignore[attr-defined]
     h_only = _build("icache_h").policy
     assert h_only.regions()["l"][1] == 0 and h_only.h_share == 1.0  # type: ignore[attr-defined]
@@ -45,22 +49,26 @@ def test_options_are_validated_by_name() -> None:
 
 
 def run(system: System, n: int, epochs: int) -> list[dict[str, int]]:
-    """Drive the system's hooks with a fixed per-sample difficulty as its loss."""
+    """Plan every batch (packages load between batches), with a fixed difficulty as loss."""
     difficulty = np.random.default_rng(0).exponential(1.0, n)
+    planner = Planner(system, n=n, batch_size=64, lag=0)
     rows = []
     for epoch in range(epochs):
-        order = system.begin_epoch(epoch)
+        planner.begin(epoch)
         counts = np.zeros(4, dtype=np.int64)
-        for sid in order.tolist():
-            counts[system.access(sid).outcome] += 1
-        system.feedback(order, difficulty[order], epoch=epoch)
-        system.end_epoch(train_loss=float(difficulty[order].mean()), val_accuracy=None)
+        packages = 0
+        for plan in planner.plans():
+            counts += plan.outcome_counts()
+            packages += len(plan.unit_reads)
+            planner.give(plan.index, plan.served, difficulty[plan.served])
+        planner.finish(val_accuracy=None)
         rows.append(
             {
                 "reads": int(counts[Outcome.MISS]),
                 "hits": int(counts[Outcome.HIT]),
                 "subs": int(counts[Outcome.SUBSTITUTION]),
-                "trained": len(order),
+                "trained": len(planner.order),
+                "packages": packages,
             }
         )
     return rows
@@ -73,6 +81,7 @@ def test_iis_reads_fewer_samples_outside_full_epochs_and_l_substitutes() -> None
     for e in (5, 7, 8):
         assert rows[e]["trained"] < 0.85 * n
     assert sum(r["subs"] for r in rows) > 0
+    assert sum(r["packages"] for r in rows) > 0  # the L-cache is filled by package reads
     lru = run(_build("icache_iis_lru", n), n, 9)
     assert [r["trained"] for r in lru] == [r["trained"] for r in rows]  # same sampler
     assert sum(r["subs"] for r in lru) == 0

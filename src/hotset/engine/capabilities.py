@@ -23,7 +23,8 @@ class Capabilities:
     needs_future: bool = False
     #: may serve another cached id in place of a requested one
     substitutes: bool = False
-    #: reads whole read units (chunks, packages) in one storage request
+    #: reads whole chunks of the dataset's layout in one storage request (``hotset data
+    #: pack``; the layout must exist). Packages a policy builds itself are ``packs``.
     reads_units: bool = False
     #: asks for read units ahead of the batches that need them
     prefetches: bool = False
@@ -34,6 +35,12 @@ class Capabilities:
     #: plans with every rank's order of the epoch (``Policy.begin_world``): each rank
     #: replays the others' accesses to hold the job's shared state (Brand §3.4)
     plans_world: bool = False
+    #: builds read units at run time (packages) and loads them into its cache after a
+    #: batch's accesses (``Policy.background``; iCACHE's dynamic packaging)
+    packs: bool = False
+    #: asks, before each epoch's draw, for the losses of some samples from a forward
+    #: pass (``Policy.to_evaluate``; ImPACT's re-evaluation of the set S)
+    evaluates: bool = False
 
     @property
     def uses_budget(self) -> bool:
@@ -57,6 +64,8 @@ class Capabilities:
                 "regions",
                 "learns",
                 "plans_world",
+                "packs",
+                "evaluates",
             )
             if getattr(self, name)
         ]

@@ -7,6 +7,10 @@ tables all count with :class:`EpochCounts` and print the same keys:
   what each request was served from, never merged;
 * ``storage_requests``: what the store was asked (a sample, a chunk, a package
   or a prefetch counts one), ``storage_bytes``: the bytes those requests moved;
+  ``unit_reads``: how many of those requests read a whole unit (chunk or package),
+  so ``storage_requests - unit_reads`` single samples were read;
+* ``pack_reads``/``pack_bytes``: what a packer (iCACHE's dynamic packaging) read
+  from storage to write packages, in the background: not in ``storage_*``;
 * ``unique_ids_trained``: distinct ids served this epoch, ``never_trained``:
   ids not served in any epoch so far. A cache that wins by training a subset
   shows it here.
@@ -31,6 +35,9 @@ COUNTER_KEYS = (
     "storage_reads",
     "storage_requests",
     "storage_bytes",
+    "unit_reads",
+    "pack_reads",
+    "pack_bytes",
 )
 COVERAGE_KEYS = ("unique_ids_trained", "never_trained")
 
@@ -46,12 +53,18 @@ class EpochCounts:
     storage_reads: int = 0
     storage_requests: int = 0
     storage_bytes: int = 0
+    unit_reads: int = 0
+    pack_reads: int = 0
+    pack_bytes: int = 0
 
     def add_plan(self, plan: BatchPlan) -> None:
         c = plan.outcome_counts()
         self.add_outcomes(c, requests=len(plan))
         self.storage_requests += plan.storage_requests
         self.storage_bytes += plan.storage_bytes
+        self.unit_reads += len(plan.unit_reads) + len(plan.prefetch)
+        self.pack_reads += plan.pack_requests
+        self.pack_bytes += plan.pack_bytes
 
     def add_outcomes(self, counts: Any, *, requests: int) -> None:
         """Add per-outcome counts (``counts[Outcome.X]``) of ``requests`` requests."""

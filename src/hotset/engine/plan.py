@@ -18,6 +18,7 @@ from hotset.policies.base import N_OUTCOMES, IntArray, Outcome
 
 FloatArray = npt.NDArray[np.float64]
 _EMPTY_EVICTIONS: dict[int, tuple[int, ...]] = {}
+_EMPTY_IDS: IntArray = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,12 @@ class BatchPlan:
     weights: FloatArray
     storage_requests: int  # requests to the store: a sample, a unit or a prefetch counts one
     storage_bytes: int  # bytes those requests move
+    #: packages (units of the policy's :class:`~hotset.engine.packages.PackageSet`) the
+    #: driver writes before this batch's reads: their members read from storage by
+    #: the packer (``pack_requests`` requests, ``pack_bytes`` bytes, not in ``storage_*``)
+    packs: IntArray = field(default_factory=lambda: _EMPTY_IDS)
+    pack_requests: int = 0
+    pack_bytes: int = 0
     #: bytes of some of ``reads``, read ahead by the loader's main process
     staged: dict[int, bytes] = field(default_factory=dict)
     #: bytes of the prefetched units this batch serves from (the loader attaches them)

@@ -49,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.engine.counters import EpochCounts
-from hotset.engine.decide import gather, gather_uniform
+from hotset.engine.decide import Decided, gather, gather_uniform
 from hotset.engine.feedback import Feedback, FeedbackQueue
 from hotset.engine.plan import BatchPlan, EpochLog
 from hotset.engine.staging import UnitStaging
@@ -92,7 +92,10 @@ class Planner:
         self._uniform = not caps.caches
         #: the policy names units to prefetch after each batch (asked only then)
         self._prefetching = caps.prefetches
+        #: the policy writes and loads packages after each batch (asked only then)
+        self._packing = caps.packs
         self.seq = 0  # seq of the last planned batch
+        self.evaluated = 0  # ids re-evaluated before this epoch's draw
         self.generation = 0
         self.epoch = -1
         self.order: IntArray = np.zeros(0, dtype=np.int64)
@@ -109,9 +112,23 @@ class Planner:
 
     # -- epochs -------------------------------------------------------------------
     def begin(
-        self, epoch: int, *, rank: int = 0, world_size: int = 1, announce: bool = True
+        self,
+        epoch: int,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        announce: bool = True,
+        evaluate: Callable[[IntArray], FloatArray] | None = None,
     ) -> None:
-        """Start ``epoch``: ask the system for its order (told to the policy if ``announce``)."""
+        """Start ``epoch``: ask the system for its order (told to the policy if ``announce``).
+
+        ``evaluate(ids) -> losses`` is a forward pass without a training step: a
+        policy that ``evaluates`` names ids first, and their losses are fed back
+        before the order is drawn (ImPACT's re-evaluation). Without it they keep
+        their historical losses.
+        """
+        if evaluate is not None:
+            self.evaluate(epoch, evaluate)
         order = np.asarray(
             self.system.begin_epoch(epoch, rank=rank, world_size=world_size, announce=announce),
             dtype=np.int64,
@@ -126,6 +143,24 @@ class Planner:
         self.feedback.reset()
         self.log = EpochLog()
         self.staging.reset()  # a prefetch lives within its epoch (policies drop theirs too)
+
+    def evaluate(self, epoch: int, evaluate: Callable[[IntArray], FloatArray]) -> int:
+        """Re-evaluate what the policy names before ``epoch``'s draw; how many ids.
+
+        Separate from :meth:`begin` so that a driver can checkpoint between the two:
+        the losses are then part of the state, and a resumed epoch draws the same order.
+        """
+        self.evaluated = 0
+        if not self.system.capabilities.evaluates:
+            return 0
+        ids = np.asarray(self.system.policy.to_evaluate(), dtype=np.int64)
+        if len(ids):
+            losses = np.asarray(evaluate(ids), dtype=np.float64)
+            if losses.shape != ids.shape:
+                raise HotsetError(f"evaluate: {len(ids)} ids got losses of shape {losses.shape}")
+            self.system.feedback(ids, losses, epoch=epoch)
+            self.evaluated = len(ids)
+        return self.evaluated
 
     def finish(
         self,
@@ -172,6 +207,7 @@ class Planner:
     def _decide(self, k: int, ids: IntArray, seq: int) -> BatchPlan:
         policy = self.system.policy
         d = gather_uniform(policy, ids) if self._uniform else gather(policy, ids)
+        packs, pack_requests, pack_bytes = self._background(d) if self._packing else (_EMPTY, 0, 0)
         units, unit_reads = d.units, d.unit_reads
         outcomes, served = d.outcomes, d.served
         last_op = d.last_op
@@ -214,7 +250,38 @@ class Planner:
             weights=np.asarray(self.system.weights(served), dtype=np.float64),
             storage_requests=requests,
             storage_bytes=nbytes,
+            packs=packs,
+            pack_requests=pack_requests,
+            pack_bytes=pack_bytes,
         )
+
+    def _background(self, d: Decided) -> tuple[IntArray, int, int]:
+        """Add a packing policy's package loads to the batch; (packs, their reads, bytes).
+
+        A load reads one package in this batch's plan and admits its members after
+        its evictions, in decision order after every request of the batch.
+        """
+        policy = self.system.policy
+        bg = policy.background()
+        last_op = d.last_op
+        for load in bg.loads:
+            for e in load.evicted:
+                d.evicted.append(e)
+                last_op[e] = False
+            for a in load.admitted:
+                d.admitted.append(a)
+                last_op[a] = True
+            d.unit_reads[int(load.unit)] = None
+        if bg.loads:
+            d.uses_units = True
+        if not bg.packs:
+            return _EMPTY, 0, 0
+        layout = policy.layout
+        if layout is None:
+            raise HotsetError(f"policy {policy.name!r} packed a package but has no package set")
+        members = [layout.members(u) for u in bg.packs]
+        pack_bytes = sum(int(self.sizes[m].sum()) for m in members)
+        return np.asarray(bg.packs, dtype=np.int64), sum(len(m) for m in members), pack_bytes
 
     def replay_epoch(self) -> EpochCounts:
         """Plan the rest of the epoch at once, without feedback, and count it.
@@ -226,7 +293,7 @@ class Planner:
         """
         counts = EpochCounts()
         caps = self.system.capabilities
-        if caps.reads_units or caps.prefetches or self.feedback.queue:
+        if caps.reads_units or caps.prefetches or caps.packs or self.feedback.queue:
             for plan in self.plans():
                 counts.add_plan(plan)
             return counts

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.engine.capabilities import Capabilities
+from hotset.engine.packages import Background
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 
@@ -185,6 +186,23 @@ class Policy(ABC):
         first batch that serves from it has ended.
         """
         return ()
+
+    def background(self) -> Background:
+        """Packages to write now and packages to load now; asked after each batch's accesses.
+
+        Only policies declaring ``capabilities.packs`` are asked. A load's members
+        are admitted in this batch's plan (after its evictions) and may be served
+        from the cache by later batches, never by the batch that loads them.
+        """
+        return Background()
+
+    def to_evaluate(self) -> IntArray:
+        """Ids whose losses a driver re-computes (a forward pass) before the epoch's draw.
+
+        Only policies declaring ``capabilities.evaluates`` are asked; the losses go
+        into the importance table as feedback, so the order sees them.
+        """
+        return np.zeros(0, dtype=np.int64)
 
     def regions(self) -> dict[str, tuple[int, int]]:
         """``{region: (used_bytes, capacity_bytes)}``; one region unless the policy splits.

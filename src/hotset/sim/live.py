@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hotset.data.package_writer import PackageWriter, run_prefix
 from hotset.engine.counters import COUNTER_KEYS, Coverage, EpochCounts
 from hotset.engine.plan import BatchPlan
 from hotset.engine.planner import Planner
@@ -380,6 +381,16 @@ class _Trainer:
         self.opt.step()
         return np.asarray(losses.detach().double().numpy(), dtype=np.float64)
 
+    def forward_losses(self, ids: IntArray) -> npt.NDArray[np.float64]:
+        """Per-sample losses of ``ids`` from a forward pass, no training step (ImPACT's S)."""
+        import torch
+
+        self.net.eval()
+        with torch.no_grad():
+            index = torch.from_numpy(ids)
+            losses = self.loss_fn(self.net(self.x_train[index]), self.y_train[index])
+        return np.asarray(losses.double().numpy(), dtype=np.float64)
+
     def accuracy(self) -> float | None:
         import torch
 
@@ -419,6 +430,14 @@ class _Driver:
         self.hashes = hashes
         self.sizes = sizes
         self.layout = layout
+        #: the packing step (a policy that builds packages): its packages are its units
+        self.packer: PackageWriter | None = None
+        if system.capabilities.packs:
+            self.layout = system.policy.layout
+            self.packer = PackageWriter(
+                store, keys=keys, hashes=hashes, sizes=sizes, prefix=run_prefix("sim")
+            )
+            self.layout.prefix = self.packer.prefix  # type: ignore[union-attr]
         self.compute_seconds = compute_seconds
         self.planner = Planner(system, n=len(keys), batch_size=batch_size, lag=0, sizes=sizes)
         self.coverage = Coverage(len(keys))
@@ -438,21 +457,25 @@ class _Driver:
             file=sys.stderr,
             disable=not progress,
         )
-        for epoch in bar:
-            row = self._epoch(epoch, None if future is None else future[epoch])
-            rows.append(row)
-            bar.set_postfix(
-                hit=f"{row['exact_hit_ratio']:.3f}",
-                reads=row["storage_reads"],
-                acc="-" if row["val_accuracy"] is None else f"{row['val_accuracy']:.3f}",
-            )
+        try:
+            for epoch in bar:
+                row = self._epoch(epoch, None if future is None else future[epoch])
+                rows.append(row)
+                bar.set_postfix(
+                    hit=f"{row['exact_hit_ratio']:.3f}",
+                    reads=row["storage_reads"],
+                    acc="-" if row["val_accuracy"] is None else f"{row['val_accuracy']:.3f}",
+                )
+        finally:
+            if self.packer is not None:
+                self.packer.remove()  # the run's package files go with it
         return rows
 
     def _epoch(self, epoch: int, planned: IntArray | None) -> dict[str, Any]:
         wall_start = time.perf_counter()
         clock_start = self.store.now
         planner = self.planner
-        planner.begin(epoch)
+        planner.begin(epoch, evaluate=self._evaluate if self.trainer is not None else None)
         order = planner.order
         #: what kind of order the sampler made (PADS: relaxed, aggressive, shuffle, ...)
         kind = str(getattr(self.system.sampler, "last_mode", ""))
@@ -479,6 +502,7 @@ class _Driver:
             **self.coverage.close_epoch(),
             "exact_hit_ratio": counts.exact_hit_ratio,
             "order": kind,
+            "evaluated": planner.evaluated,
             "train_loss": self.system.train_loss[-1] if trained else None,
             "val_accuracy": val_accuracy,
             "modeled_io_seconds": io_seconds,
@@ -486,9 +510,24 @@ class _Driver:
             "wall_seconds": time.perf_counter() - wall_start,
         }
 
+    def _evaluate(self, ids: IntArray) -> npt.NDArray[np.float64]:
+        """A forward pass over ``ids`` (bytes already in the cache: no storage read).
+
+        Modeled compute: a third of a training step per sample (forward only), at
+        ``compute_seconds`` per batch.
+        """
+        assert self.trainer is not None
+        if self.compute_seconds:
+            self.store.advance(self.compute_seconds * len(ids) / (3 * self.planner.batch_size))
+        return self.trainer.forward_losses(ids)
+
     def _step(self, plan: BatchPlan) -> float:
         """Read the plan's storage reads, train on its served ids; modeled I/O wait."""
         waited = 0.0
+        early = [u for u in plan.packs.tolist() if u in set(plan.unit_reads.tolist())]
+        if early:  # a package read by this very batch is written first (and waited for)
+            assert self.packer is not None and self.layout is not None
+            self.packer.write(self.layout, early)
         if len(plan.reads) or len(plan.unit_reads):
             issued = self.store.now
             self._read(plan.reads.tolist(), plan.unit_reads.tolist())
@@ -496,6 +535,10 @@ class _Driver:
         if len(plan.prefetch):
             # issued now, waited for by a later step: the prefetch overlaps compute
             self._read([], plan.prefetch.tolist())
+        ahead = [u for u in plan.packs.tolist() if u not in early]
+        if ahead:  # the packing step runs in the background, like a prefetch
+            assert self.packer is not None and self.layout is not None
+            self.packer.write(self.layout, ahead)
         served = plan.served
         self.coverage.add(served)
         if self.trainer is not None:

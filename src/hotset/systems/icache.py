@@ -5,13 +5,15 @@
 ``icache_iis_lru``   IIS sampler alone, LRU cache
 ``icache_h``         IIS sampler + H-cache only (the whole budget is one importance heap)
 ``icache_st_hc``     as ``icache``, but an L miss is substituted by an H resident
+``icache_static_pack`` as ``icache``, but the L-cache loads fixed packages made once
 ===================  =====================================================================
 
 Importance is the raw per-sample loss (:class:`LossScorer`); the sampler reads only
 the samples it keeps (:mod:`hotset.samplers.iis`), the cache is
-:class:`hotset.policies.icache.ICache`. Dynamic packaging (L-samples packed into
->= 1 MB read units) and its ``icache_static_pack`` ablation are not built yet:
-the L-cache loads per sample (see the policy's docstring).
+:class:`hotset.policies.icache_packed.PackedICache`: the H-cache of
+:class:`hotset.policies.icache.ICache` and an L-cache loaded from packages of
+>= 1 MB (:mod:`hotset.policies.icache_packing`), written to the data store under
+``.hotset-packages/`` by the driver.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hotset.engine.packages import PACKAGE_BYTES
 from hotset.errors import HotsetError
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.base import Budget, Policy
 from hotset.policies.icache import H_SHARE, H_START, ICache
+from hotset.policies.icache_packed import PackedICache
 from hotset.policies.registry import make_policy
 from hotset.samplers.iis import BETA, REUSE_FACTOR, WARM_UP, WINDOW, IISSampler
 from hotset.systems.base import System, SystemSpec
@@ -36,12 +40,14 @@ DEFAULTS: dict[str, Any] = {
     "reuse_factor": REUSE_FACTOR,
     "h_share": H_SHARE,
     "h_start": H_START,
+    "package_bytes": PACKAGE_BYTES,
 }
 
 
-def _system(
-    name: str, cache: Callable[[Budget, int, dict[str, Any]], Policy]
-) -> Callable[..., System]:
+Cache = Callable[[Budget, int, int, dict[str, Any]], Policy]
+
+
+def _system(name: str, cache: Cache) -> Callable[..., System]:
     def build(
         *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
     ) -> System:
@@ -63,7 +69,7 @@ def _system(
         return System(
             name=name,
             sampler=sampler,
-            policy=cache(budget, seed, opts),
+            policy=cache(budget, n, seed, opts),
             table=ImportanceTable(n),
             scorer=LossScorer(),
             options={"batch_size": batch_size, **opts},
@@ -74,10 +80,21 @@ def _system(
     return build
 
 
-def _icache(**fixed: Any) -> Callable[[Budget, int, dict[str, Any]], Policy]:
-    def make(budget: Budget, seed: int, opts: dict[str, Any]) -> Policy:
+def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
+    """An iCACHE cache; ``packaging=None``: the H-cache alone (no L traffic to pack)."""
+
+    def make(budget: Budget, n: int, seed: int, opts: dict[str, Any]) -> Policy:
         given = {"h_share": opts["h_share"], "h_start": opts["h_start"]} | fixed
-        return ICache(budget, seed=seed, **given)
+        if packaging is None:
+            return ICache(budget, seed=seed, **given)
+        return PackedICache(
+            budget,
+            n=n,
+            seed=seed,
+            packaging=packaging,
+            package_bytes=opts["package_bytes"],
+            **given,
+        )
 
     return make
 
@@ -85,7 +102,8 @@ def _icache(**fixed: Any) -> Callable[[Budget, int, dict[str, Any]], Policy]:
 SPECS: list[SystemSpec] = [
     SystemSpec(
         "icache",
-        "iCACHE: IIS sampling (loss percentile^0.33), H min-heap cache + L cache with substitution",
+        "iCACHE: IIS sampling (loss percentile^0.33), H min-heap cache + L cache loaded from "
+        "dynamic packages, served by substitution",
         "iCACHE HPCA'23 §III-A–C",
         _system("icache", _icache()),
     ),
@@ -93,18 +111,24 @@ SPECS: list[SystemSpec] = [
         "icache_iis_lru",
         "iCACHE ablation: IIS sampling alone, LRU cache",
         "iCACHE HPCA'23 §V (IIS only)",
-        _system("icache_iis_lru", lambda b, s, _o: make_policy("lru", b, seed=s)),
+        _system("icache_iis_lru", lambda b, _n, s, _o: make_policy("lru", b, seed=s)),
     ),
     SystemSpec(
         "icache_h",
         "iCACHE ablation: IIS sampling, H-cache only (one importance min-heap, no substitution)",
         "iCACHE HPCA'23 §V (H-cache only)",
-        _system("icache_h", _icache(h_share=1.0, h_start=1.0, resize=False)),
+        _system("icache_h", _icache(packaging=None, h_share=1.0, h_start=1.0, resize=False)),
     ),
     SystemSpec(
         "icache_st_hc",
         "iCACHE ablation: L misses substituted by H residents instead of L residents",
         "iCACHE HPCA'23 §V (ST_HC vs ST_LC)",
         _system("icache_st_hc", _icache(substitute_to="h")),
+    ),
+    SystemSpec(
+        "icache_static_pack",
+        "iCACHE ablation: the L-cache loads fixed packages made once (static packaging)",
+        "iCACHE HPCA'23 §III-C, §V (static vs dynamic packaging)",
+        _system("icache_static_pack", _icache(packaging="static")),
     ),
 ]

@@ -262,7 +262,7 @@ class BatchFetcher(_TorchDataset):
         if self.decode == "bytes" and self.transform is None and self.collate_fn is None:
             x: Any = [blobs[sid] for sid in served.tolist()]  # what _collate makes of bytes
         else:
-            x = self._collate([self._decode_one(blobs[sid], sid) for sid in served.tolist()])
+            x = self.collate([self.decode_one(blobs[sid], sid) for sid in served.tolist()])
         import torch
 
         y = torch.from_numpy(self.labels[served])
@@ -365,6 +365,9 @@ class BatchFetcher(_TorchDataset):
         info: dict[str, Any] = {
             # read-ahead's and prefetch's requests are counted by the loader
             "storage_requests": len(to_read) + len(unit_ids),
+            "unit_reads": len(unit_ids),
+            "pack_reads": plan.pack_requests,
+            "pack_bytes": plan.pack_bytes,
             "storage_bytes": sum([sizes[s] for s in to_read]) + unit_bytes,
             "staged_reads": len(singles) - len(to_read),
             "rebuild_reads": len(rebuild_ids) + len(rebuild_units),
@@ -595,10 +598,10 @@ class BatchFetcher(_TorchDataset):
             self._skipped[0] += len(keys)
 
     # -- decoding -----------------------------------------------------------------
-    def _decode_one(self, data: bytes, sid: int) -> Any:
+    def decode_one(self, data: bytes, sid: int) -> Any:
         return decode_sample(self.decode, self.transform, data, self.keys[sid])
 
-    def _collate(self, samples: list[Any]) -> Any:
+    def collate(self, samples: list[Any]) -> Any:
         """A batch's ``x``: the user's ``collate_fn``, else stacked tensors or arrays.
 
         Samples of one shape are stacked; tensors or arrays of several shapes,

@@ -60,10 +60,13 @@ from torch.utils.data import Sampler
 from hotset.cachestore.base import CacheStore
 from hotset.cachestore.redis_leases import LEASE_TTL_S
 from hotset.cachestore.session import CacheSession, check_share_key
+from hotset.data.package_writer import PackageWriter, run_prefix
 from hotset.engine.counters import Coverage
 from hotset.engine.feedback import Feedback
-from hotset.engine.plan import EpochLog
+from hotset.engine.packages import PackageFiles
+from hotset.engine.plan import BatchPlan, EpochLog
 from hotset.engine.planner import Planner
+from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.importance.table import as_ids, as_values
 from hotset.policies.base import Budget
@@ -151,6 +154,35 @@ def load_system_state(system: System, state: Mapping[str, Any]) -> None:
     system.train_loss[:] = [float(v) for v in state["train_loss"]]
 
 
+class _Packages:
+    """Writes the packages a plan needs before a worker reads them (see PackageWriter).
+
+    A plan names the packages its policy defined (``packs``); a package it reads
+    that this process has not written (a policy restored from a checkpoint) is
+    written too, so a worker never looks for a file that is not there.
+    """
+
+    def __init__(self, system: System, writer: PackageWriter | None) -> None:
+        self._system = system
+        self.writer = writer
+        self._written: set[int] = set()
+
+    def write(self, plan: BatchPlan) -> None:
+        if self.writer is None:
+            return
+        wanted = [u for u in (*plan.packs.tolist(), *plan.unit_reads.tolist())]
+        fresh = [u for u in dict.fromkeys(wanted) if u not in self._written]
+        if fresh:
+            layout = self._system.policy.layout
+            assert layout is not None
+            self.writer.write(layout, fresh)
+            self._written.update(fresh)
+
+    def remove(self) -> None:
+        if self.writer is not None:
+            self.writer.remove()
+
+
 class _PlanSampler(Sampler[Any]):
     """The DataLoader's sampler: each item is the next BatchPlan of the current epoch.
 
@@ -159,15 +191,23 @@ class _PlanSampler(Sampler[Any]):
     may finalize the workers' queues before the iterator that shuts them down.
     """
 
-    def __init__(self, planner: Planner, readahead: ReadAhead, prefetcher: UnitPrefetcher) -> None:
+    def __init__(
+        self,
+        planner: Planner,
+        readahead: ReadAhead,
+        prefetcher: UnitPrefetcher,
+        packages: _Packages,
+    ) -> None:
         self._planner = planner
         self._readahead = readahead
         self._prefetcher = prefetcher
+        self._packages = packages
 
     def __iter__(self) -> Iterator[Any]:
         ra = self._readahead
         pf = self._prefetcher
         for plan in self._planner.plans():
+            self._packages.write(plan)
             if len(plan.prefetch):
                 pf.submit(plan.prefetch.tolist())
             if ra.active and len(plan.reads):
@@ -331,11 +371,27 @@ class HotsetLoader:
             **dict(system_options or {}),
         )
         caps = self.system.capabilities
+        #: the packing step (a policy that builds packages), run in this process ahead
+        #: of the workers: they read a package file as one request, by its key alone
+        self._packer: PackageWriter | None = None
+        unit_layout: UnitLayout | None = data.layout
+        if caps.packs:
+            self._packer = PackageWriter(
+                data.store,
+                keys=manifest.keys,
+                hashes=manifest.hashes,
+                sizes=sizes,
+                prefix=run_prefix("loader"),
+            )
+            self.system.policy.layout.prefix = self._packer.prefix  # type: ignore[union-attr]
+            unit_layout = PackageFiles(n, prefix=self._packer.prefix)
         if readahead_bytes is None:
             # A policy that may serve another id in place of a miss, or reads whole
             # units, makes "not cached now" a poor guess of what will be read alone;
             # so does a shared namespace, where other jobs may hold this job's misses.
-            guess_fails = caps.substitutes or caps.reads_units or namespace is not None
+            guess_fails = (
+                caps.substitutes or caps.reads_units or caps.packs or namespace is not None
+            )
             ra_budget = 0 if guess_fails else DEFAULT_READAHEAD_BYTES
         else:
             ra_budget = parse_bytes(readahead_bytes, name="readahead_bytes")
@@ -407,7 +463,7 @@ class HotsetLoader:
             transform=data.transform,
             io_threads=io_threads,
             verify=verify,
-            layout=data.layout,
+            layout=unit_layout,
             shared=self._session is not None and self._session.shared,
             skip_errors=on_error == "skip",
             collate_fn=collate_fn,
@@ -418,12 +474,18 @@ class HotsetLoader:
             self._fetcher.reader.read_checked, sizes, budget_bytes=ra_budget, threads=io_threads
         )
         self._prefetcher = UnitPrefetcher(self._fetcher.reader.read_unit, threads=io_threads)
+        self._packages = _Packages(self.system, self._packer)
+        #: evaluate_with(fn): the forward pass of samples a system re-evaluates
+        self._evaluator: Callable[[Any, Any, Any], Any] | None = None
+        self._warned_evaluate = False
+        #: samples evaluate_with read from storage because the cache did not hold them
+        self.evaluate_reads = 0
         #: workers die with the main process (see hotset.torch.workers), then the user's init
         self._worker_init = WorkerInit(worker_init_fn)
         self._dataloader: DataLoader[Any] | None = DataLoader(
             self._fetcher,
             batch_size=None,
-            sampler=_PlanSampler(self._planner, self._readahead, self._prefetcher),
+            sampler=_PlanSampler(self._planner, self._readahead, self._prefetcher, self._packages),
             num_workers=num_workers,
             collate_fn=identity_collate,
             pin_memory=pin_memory,
@@ -598,6 +660,47 @@ class HotsetLoader:
         private one otherwise; keys are ``hotset:<namespace>:...``); None without one."""
         return None if self._session is None else self._session.namespace
 
+    def evaluate_with(self, fn: Callable[[Any, Any, Any], Any] | None) -> None:
+        """Give the forward pass a system that re-evaluates samples uses (ImPACT's set S).
+
+        Before each epoch's draw the loader hands ``fn(x, y, ids)`` the samples the
+        system names, in batches built as training batches are, and ``fn`` returns
+        one loss per sample (e.g. ``criterion(model(x), y)`` with ``reduction="none"``
+        under ``torch.no_grad()``). Their bytes come from the cache; a sample the
+        cache does not hold is read from storage and counted (``evaluate_reads``).
+        ``None`` stops it.
+        """
+        if fn is not None and not callable(fn):
+            raise HotsetError(f"evaluate_with: fn must be callable or None, got {fn!r}")
+        self._evaluator = fn
+
+    def _evaluate(self, ids: np.ndarray) -> np.ndarray:
+        """One loss per id from the user's forward pass over their cached bytes."""
+        import torch
+
+        assert self._evaluator is not None
+        fetcher = self._fetcher
+        keys = [fetcher.key_of(int(s)) for s in ids.tolist()]
+        got = self.cache.get_many(keys) if self.cache is not None else [None] * len(keys)
+        losses: list[np.ndarray] = []
+        for start in range(0, len(ids), self.batch_size):
+            part = ids[start : start + self.batch_size].tolist()
+            blobs = []
+            for j, sid in enumerate(part, start=start):
+                blob = got[j]
+                if blob is None:
+                    blob = fetcher.reader.read_checked(sid)
+                    self.evaluate_reads += 1
+                blobs.append(blob)
+            x = fetcher.collate(
+                [fetcher.decode_one(b, s) for b, s in zip(blobs, part, strict=True)]
+            )
+            y = torch.from_numpy(fetcher.labels[part])
+            out = self._evaluator(x, y, torch.as_tensor(part, dtype=torch.int64))
+            values = out.detach().cpu().numpy() if isinstance(out, torch.Tensor) else out
+            losses.append(np.asarray(values, dtype=np.float64).reshape(-1))
+        return np.concatenate(losses) if losses else np.zeros(0, dtype=np.float64)
+
     def decisions(self) -> EpochLog:
         """Every decision of the current (or last) epoch, in planning order."""
         return self._planner.log
@@ -608,6 +711,7 @@ class HotsetLoader:
         self._readahead.stop()
         self._prefetcher.stop()
         self._dataloader = None  # persistent workers shut down with their iterator
+        self._packages.remove()  # this run's package files
         self._fetcher.close()
         if self.cache is not None:
             assert self._session is not None
@@ -621,6 +725,20 @@ class HotsetLoader:
 
     # -- epochs ---------------------------------------------------------------------
     def _begin_epoch(self, epoch: int) -> None:
+        self._planner.evaluated = 0
+        if self.system.capabilities.evaluates:
+            if self._evaluator is not None:
+                self._planner.evaluate(epoch, self._evaluate)
+            elif len(self.system.policy.to_evaluate()) and not self._warned_evaluate:
+                self._warned_evaluate = True
+                warnings.warn(
+                    f"system {self.system.name!r} re-evaluates some samples before each epoch, "
+                    "but no evaluator was given: call loader.evaluate_with(fn), fn(x, y, ids) "
+                    "returning one loss per sample from a forward pass; until then they keep "
+                    "their historical losses",
+                    stacklevel=3,
+                )
+        # after the evaluation: a resumed epoch restores its losses and draws the same order
         self._start_state = system_state(self.system)
         self._planner.begin(epoch, rank=self.rank, world_size=self.world_size)
         self._status = "running"

@@ -39,6 +39,7 @@ from typing import Any
 
 import xxhash
 
+from hotset.engine.packages import PackageFiles
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError, IntegrityError
 from hotset.storage.base import Store
@@ -138,6 +139,13 @@ class StoreReader:
             raise HotsetError(f"plan reads unit {unit}, but the dataset has no chunk layout")
         key = layout.chunk_keys[unit]
         data = self.store.read(key)
+        if isinstance(layout, PackageFiles):  # describes itself: check every member
+            for sid, blob in layout.split(unit, data).items():
+                if len(blob) != self._size_list[sid] or (
+                    self.verify and xxh3_hex(blob) != self.hashes[sid]
+                ):
+                    self._check(sid, blob)
+            return data
         want, digest = int(layout.chunk_sizes[unit]), layout.chunk_hashes[unit]
         if self.verify or len(data) != want:
             self._check_bytes(f"{key!r} (unit {unit})", data, want, digest, "the layout")

@@ -35,6 +35,9 @@ _OUTCOME_COUNTERS = ("requests", "exact_hits", "substitutions", "prefetched", "s
 _IO_COUNTERS = (
     "storage_requests",
     "storage_bytes",
+    "unit_reads",
+    "pack_reads",
+    "pack_bytes",
     "rebuild_reads",
     "rebuild_bytes",
     "staged_reads",
@@ -104,6 +107,7 @@ class EpochStats:
         c["prefetch_bytes"] += pbytes
         c["prefetch_wasted"] += pf.wasted - pseen.wasted
         c["storage_requests"] += reads + preqs
+        c["unit_reads"] += preqs
         c["storage_bytes"] += nbytes + pbytes
         self._ra_seen = dataclasses.replace(ra)
         self._pf_seen = dataclasses.replace(pf)

@@ -1,0 +1,95 @@
+"""The packing step's I/O: write the packages a plan names into the data store.
+
+The policy decides what a package holds (:mod:`hotset.policies.icache_packing`);
+a driver -- the live simulator, the loader's main process -- carries it out here:
+read the members from the store (one request each, checked against the manifest),
+write one package file (:func:`hotset.engine.packages.encode`) under the run's
+key prefix. The reads are the packer's, counted apart from training's reads.
+
+Each run packs under a prefix of its own (``.hotset-packages/<run>/``), so two
+runs on one data set never read each other's packages; :meth:`PackageWriter.remove`
+deletes the run's folder on a local store when the run ends.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.data.manifest import content_hash
+from hotset.engine.packages import DEFAULT_PREFIX, encode, package_key
+from hotset.engine.units import UnitLayout
+from hotset.errors import HotsetError, IntegrityError
+
+
+def run_prefix(label: str = "run") -> str:
+    """A key prefix no other run uses: ``.hotset-packages/<label>-<pid>-<random>/``."""
+    return f"{DEFAULT_PREFIX}{label}-{os.getpid()}-{secrets.token_hex(4)}/"
+
+
+def local_root(store: Any) -> Path | None:
+    """The directory behind ``store`` (through wrappers), if it is a local one."""
+    seen = 0
+    while store is not None and seen < 8:
+        root = getattr(store, "root", None)
+        if isinstance(root, Path):
+            return root
+        store = getattr(store, "inner", None)
+        seen += 1
+    return None
+
+
+class PackageWriter:
+    """Writes packages of one run (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        keys: Sequence[str],
+        hashes: Sequence[str],
+        sizes: npt.ArrayLike,
+        prefix: str,
+    ) -> None:
+        self.store = store
+        self.keys = keys
+        self.hashes = hashes
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.prefix = prefix
+        #: what the packer read and wrote so far
+        self.read_requests = 0
+        self.read_bytes = 0
+        self.written_bytes = 0
+
+    def write(self, layout: UnitLayout, units: Sequence[int]) -> None:
+        """Write package ``u`` of ``layout`` for each of ``units``."""
+        for u in units:
+            members = layout.members(int(u)).tolist()
+            blobs = self.store.read_many([self.keys[m] for m in members])
+            for m, blob in zip(members, blobs, strict=True):
+                if len(blob) != int(self.sizes[m]) or content_hash(blob) != self.hashes[m]:
+                    raise IntegrityError(
+                        f"{self.keys[m]!r}: bytes read for a package do not match the manifest"
+                    )
+            package = encode(list(zip(members, blobs, strict=True)))
+            self.store.write(package_key(self.prefix, int(u)), package)
+            self.read_requests += len(members)
+            self.read_bytes += sum(len(b) for b in blobs)
+            self.written_bytes += len(package)
+
+    def remove(self) -> None:
+        """Delete this run's package folder when the store is a local directory."""
+        root = local_root(self.store)
+        if root is None:
+            return
+        folder = root / self.prefix
+        if not str(self.prefix).startswith(DEFAULT_PREFIX):
+            raise HotsetError(f"refusing to remove {str(folder)!r}: not a package folder")
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,185 @@
+"""iCACHE's L-cache filled from packages (HPCA'23 §III-C): the cache ``icache`` runs.
+
+:class:`~hotset.policies.icache.ICache` holds the H-cache (importance min-heap,
+shadow heap) and the region sizing; this subclass changes how the L-cache is
+filled and served:
+
+* **Served by substitution only.** A requested L-sample that is resident is an
+  exact hit; one that is not is substituted by an L-resident not yet served this
+  epoch (``Outcome.SUBSTITUTION``, never a hit) and recorded as missed. With no
+  such resident left the request is read alone from storage (a miss, not cached).
+* **Filled from packages, never from single reads.** After each batch
+  (:meth:`background`, the loading step) the L-cache drops the residents it has
+  served and loads the next package -- one storage request for all its members
+  -- when it has room for one, or when it has nothing left to serve. A member is
+  admitted if it is an L-sample, not resident and not yet trained this epoch;
+  the rest of the package's bytes were read for nothing (counted by the bytes).
+* **Packed ahead.** The packing step (:class:`~hotset.policies.icache_packing.Packer`)
+  defines the next package when one is loaded, so the driver writes it at least
+  one batch before the batch that reads it (only the first package of an epoch
+  is written and read in the same batch). Missed L-samples are packed first in
+  the next epoch.
+
+Loads happen after a batch's accesses, so no request is ever served from a
+package its own batch reads; at most :data:`MAX_LOADS` packages per batch.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hotset.engine.capabilities import Capabilities
+from hotset.engine.packages import PACKAGE_BYTES, Background, Load
+from hotset.engine.units import UnitLayout
+from hotset.errors import HotsetError
+from hotset.policies.base import Budget, Decision, IntArray, Outcome
+from hotset.policies.icache import H_SHARE, H_START, ICache
+from hotset.policies.icache_packing import Packer
+
+#: packages loaded after one batch, at most
+MAX_LOADS = 4
+
+
+class PackedICache(ICache):
+    """iCACHE's H-cache + an L-cache loaded from packages; see the module docstring."""
+
+    name: ClassVar[str] = "icache"
+    capabilities: ClassVar[Capabilities] = Capabilities(substitutes=True, regions=True, packs=True)
+
+    def __init__(
+        self,
+        budget: Budget,
+        *,
+        n: int | None = None,
+        seed: int = 0,
+        h_share: float = H_SHARE,
+        h_start: float = H_START,
+        substitute_to: str = "l",
+        resize: bool = True,
+        packaging: str = "dynamic",
+        package_bytes: int = PACKAGE_BYTES,
+    ) -> None:
+        super().__init__(
+            budget,
+            seed=seed,
+            h_share=h_share,
+            h_start=h_start,
+            substitute_to=substitute_to,
+            resize=resize,
+        )
+        if budget.sizes is not None:
+            sizes = np.asarray(budget.sizes, dtype=np.int64)
+        elif n is not None:
+            sizes = np.ones(n, dtype=np.int64)
+        else:
+            raise HotsetError("icache: packages need the sample sizes or n")
+        self.packer = Packer(sizes, seed=seed, packaging=packaging, package_bytes=package_bytes)
+        self.layout = self.packer.packages
+        self._ready: deque[int] = deque()  # packages written and not yet loaded
+        self._trained: set[int] = set()  # ids served this epoch (not worth loading again)
+        self._target = self.packer.target(self.cap_l)
+
+    def attach_layout(self, layout: UnitLayout | None) -> None:
+        """The dataset's chunks are not iCACHE's read units: its packages are."""
+
+    # -- hooks ----------------------------------------------------------------------
+    def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
+        missed = list(self.missed)
+        super().begin_epoch(epoch, planned)
+        self._trained = set()
+        self._ready = deque()  # a package packed for last epoch's L-list is not loaded
+        self._target = self.packer.target(self.cap_l)
+        if self._hot is None:
+            return
+        ids = np.arange(len(self.packer.sizes)) if planned is None else np.unique(planned)
+        l_ids = np.asarray([s for s in ids.tolist() if s not in self._hot], dtype=np.int64)
+        self.packer.begin_epoch(self.epoch, l_ids, missed, self._target)
+
+    def access(self, sid: int) -> Decision:
+        decision = super().access(sid)
+        self._trained.add(decision.served)
+        return decision
+
+    def _miss_l(self, sid: int) -> Decision:
+        pool = self._unserved_l if self.substitute_to == "l" else self._unserved_h
+        if len(pool):
+            sub = pool.at(int(self._rng.integers(len(pool))))
+            pool.discard(sub)
+            self.missed.append(sid)
+            return Decision(sid, Outcome.SUBSTITUTION, sub)
+        return Decision(sid, Outcome.MISS, sid)
+
+    def background(self) -> Background:
+        """The loading step after a batch (and the packing step ahead of it)."""
+        if self._hot is None:
+            return Background()
+        packs: list[int] = []
+        loads: list[Load] = []
+        for _ in range(MAX_LOADS):
+            if len(self._unserved_l) and self.cap_l - self.used_l < self._target:
+                break
+            unit = self._next_package(packs)
+            if unit is None:
+                break
+            loads.append(self._load(unit))
+        if loads and not self._ready and not self.packer.static:
+            ahead = self.packer.next(self._skip())
+            if ahead is not None:
+                packs.append(ahead[0])
+                self._ready.append(ahead[0])
+        return Background(packs=tuple(packs), loads=tuple(loads))
+
+    def _skip(self) -> set[int]:
+        return self._trained | set(self._h) | set(self._l.items())
+
+    def _next_package(self, packs: list[int]) -> int | None:
+        if self._ready:
+            return self._ready.popleft()
+        got = self.packer.next(self._skip())
+        if got is None:
+            return None
+        unit, fresh = got
+        if fresh:
+            packs.append(unit)
+        return unit
+
+    def _load(self, unit: int) -> Load:
+        """Drop the served L residents, then admit what of ``unit`` is worth holding."""
+        evicted = [s for s in self._l.items() if s not in self._unserved_l]
+        for s in evicted:
+            self._drop(s)
+        self._shrink_other("l", evicted)
+        admitted: list[int] = []
+        for m in self.layout.members(unit).tolist():  # type: ignore[union-attr]
+            if m in self or m in self._trained or not self._is_l(m) or not self._fits(m, "l"):
+                continue
+            self._add(m, "l")
+            self._unserved_l.add(m)
+            admitted.append(m)
+        return Load(unit, tuple(admitted), tuple(evicted))
+
+    def _is_l(self, sid: int) -> bool:
+        return self._hot is not None and sid not in self._hot
+
+    # -- resumption -------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            **super().state_dict(),
+            "packer": self.packer.state(),
+            "ready": list(self._ready),
+            "trained": sorted(self._trained),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        for key in ("packer", "ready", "trained"):
+            if key not in state:
+                raise HotsetError(f"icache state: missing {key!r}")
+        super().load_state_dict(state)
+        self.packer.load_state(dict(state["packer"]))
+        self._ready = deque(int(u) for u in state["ready"])
+        self._trained = {int(s) for s in state["trained"]}
+        self._target = self.packer.target(self.cap_l)
