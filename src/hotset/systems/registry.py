@@ -27,6 +27,7 @@ _MODULES: list[str] = [
     "hotset.systems.shade",
     "hotset.systems.brand",
     "hotset.systems.icache",
+    "hotset.systems.impact",
 ]
 
 

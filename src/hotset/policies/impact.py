@@ -1,0 +1,187 @@
+"""ImPACT's cache (IEEE TC'25 §III-B–D): iCACHE's H/L caches plus a static buffer for S.
+
+* **Warm-up** (while the shared :class:`~hotset.importance.rank_variance.RankTracker`
+  is not done): CoorDL-style static caching of the whole budget -- a miss is
+  admitted while it fits, nothing is ever evicted -- and no packages.
+* **Then** the budget splits three ways: the **static buffer** (region ``s``,
+  ``s_share`` = 25% of the cache) holds the samples of S as they are first read
+  and never replaces them; H and L (iCACHE's, :class:`PackedICache`) share the
+  rest, starting 90/10. An S sample is served from the buffer or read, and never
+  enters H or L ("excluded from the cache server"). Residents of the warm-up
+  cache that belong to S move to the buffer (no bytes move: same cache id).
+* **Re-evaluation**: :meth:`to_evaluate` names the buffered S samples; a driver
+  runs a forward pass over them before the epoch's draw (their bytes are in the
+  buffer: no storage read). ``impact_history`` (:class:`ImpactHistoryCache`)
+  has the same caches and skips the re-evaluation: S keeps its historical losses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from hotset.engine.capabilities import Capabilities
+from hotset.engine.packages import PACKAGE_BYTES
+from hotset.errors import HotsetError
+from hotset.importance.rank_variance import S_SHARE, RankTracker
+from hotset.policies.app import check_sid
+from hotset.policies.base import Budget, Decision, IntArray, Outcome
+from hotset.policies.icache import H_SHARE, H_START
+from hotset.policies.icache_packed import PackedICache
+
+
+class ImpactCache(PackedICache):
+    """ImPACT's static buffer + iCACHE's H/L caches; see the module docstring."""
+
+    name: ClassVar[str] = "impact"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        substitutes=True, regions=True, packs=True, evaluates=True
+    )
+
+    def __init__(
+        self,
+        budget: Budget,
+        *,
+        tracker: RankTracker,
+        n: int | None = None,
+        seed: int = 0,
+        h_share: float = H_SHARE,
+        h_start: float = H_START,
+        packaging: str = "dynamic",
+        package_bytes: int = PACKAGE_BYTES,
+        s_share: float = S_SHARE,
+    ) -> None:
+        super().__init__(
+            budget,
+            n=n,
+            seed=seed,
+            h_share=h_share,
+            h_start=h_start,
+            packaging=packaging,
+            package_bytes=package_bytes,
+        )
+        ok = isinstance(s_share, int | float) and not isinstance(s_share, bool)
+        if not ok or not 0 <= s_share < 1:
+            raise HotsetError(f"impact: s_share must be a share in [0, 1), got {s_share!r}")
+        self.tracker = tracker
+        self.full_total = self.total
+        self.s_cap = math.floor(self.full_total * s_share)
+        self._s_ids: frozenset[int] | None = None  # S, once the warm-up ended
+        self._s: set[int] = set()  # S samples held by the static buffer
+        self.used_s = 0
+        self.cap_h = self.total  # warm-up: one static cache over the whole budget
+
+    @property
+    def warm(self) -> bool:
+        """Whether the warm-up is still on (static caching, full epochs)."""
+        return self._s_ids is None
+
+    # -- hooks ----------------------------------------------------------------------
+    def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
+        ending = self._s_ids is None and self.tracker.done
+        if ending:  # S is known: split the budget (before the H/L lists are drawn)
+            assert self.tracker.s_ids is not None
+            self._s_ids = frozenset(self.tracker.s_ids.tolist())
+            self.total = self.full_total - self.s_cap
+            self.cap_h = math.floor(self.total * self.h_start)
+        if self.warm:
+            self.f_h = self.f_l = 0  # no re-sizing from warm-up traffic
+        super().begin_epoch(epoch, planned)  # swaps the shadow heap in
+        if ending:
+            self._move_to_buffer()
+        if self.warm:
+            self._hot = None  # every sample H: no L traffic, no packages
+
+    def _move_to_buffer(self) -> None:
+        """Residents of the warm-up cache that belong to S move to the static buffer.
+
+        No bytes move (same cache id); S was sized to the buffer, so they fit.
+        """
+        assert self._s_ids is not None
+        for sid in [s for s in self._h if s in self._s_ids]:
+            del self._h[sid]  # its heap entry goes stale (skipped when popped)
+            self.used_h -= self._w(sid)
+            self._unserved_h.discard(sid)
+            self._s.add(sid)
+            self.used_s += self._w(sid)
+
+    def to_evaluate(self) -> IntArray:
+        """The buffered S samples, whose losses a forward pass refreshes before the draw."""
+        return np.asarray(sorted(self._s), dtype=np.int64)
+
+    def _is_l(self, sid: int) -> bool:
+        return super()._is_l(sid) and (self._s_ids is None or sid not in self._s_ids)
+
+    def access(self, sid: int) -> Decision:
+        if self._s_ids is not None and sid in self._s_ids:
+            sid = check_sid(sid)
+            self._trained.add(sid)
+            if sid in self._s:
+                return Decision(sid, Outcome.HIT, sid)
+            w = self._w(sid)
+            size = self.budget.size_of(sid)
+            if self.used_s + w <= self.s_cap and self.budget.fits(
+                self.used_bytes + size, self.used_items + 1
+            ):
+                self._s.add(sid)
+                self.used_s += w
+                self.used_bytes += size
+                self.used_items += 1
+                return Decision(sid, Outcome.MISS, sid, admitted=True)
+            return Decision(sid, Outcome.MISS, sid)
+        return super().access(sid)
+
+    def _miss_h(self, sid: int) -> Decision:
+        if not self.warm:
+            return super()._miss_h(sid)
+        if self._fits(sid, "h"):  # static caching: admit while it fits, never evict
+            self._add(sid, "h")
+            return Decision(sid, Outcome.MISS, sid, admitted=True)
+        return Decision(sid, Outcome.MISS, sid)
+
+    # -- views ------------------------------------------------------------------------
+    def regions(self) -> dict[str, tuple[int, int]]:
+        return {**super().regions(), "s": (self.used_s, self.full_total - self.total)}
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._s or super().__contains__(sid)
+
+    def resident(self) -> frozenset[int]:
+        return super().resident() | frozenset(self._s)
+
+    # -- resumption -------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            **super().state_dict(),
+            "tracker": self.tracker.state(),
+            "s_ids": None if self._s_ids is None else sorted(self._s_ids),
+            "s": sorted(self._s),
+            "used_s": self.used_s,
+            "total": self.total,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        for key in ("tracker", "s_ids", "s", "used_s", "total"):
+            if key not in state:
+                raise HotsetError(f"impact state: missing {key!r}")
+        super().load_state_dict(state)
+        self.tracker.load_state(dict(state["tracker"]))
+        s_ids = state["s_ids"]
+        self._s_ids = None if s_ids is None else frozenset(int(s) for s in s_ids)
+        self._s = {int(s) for s in state["s"]}
+        self.used_s = int(state["used_s"])
+        self.total = int(state["total"])
+        self._target = self.packer.target(self.cap_l)
+
+
+class ImpactHistoryCache(ImpactCache):
+    """``impact_history``: the same caches, S never re-evaluated (historical losses only)."""
+
+    name: ClassVar[str] = "impact_history"
+    capabilities: ClassVar[Capabilities] = Capabilities(substitutes=True, regions=True, packs=True)
+
+    def to_evaluate(self) -> IntArray:
+        return np.zeros(0, dtype=np.int64)

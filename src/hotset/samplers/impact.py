@@ -1,0 +1,55 @@
+"""ImPACT's importance-informed order (IEEE TC'25 §III-B): warm-up, then selection.
+
+* **Warm-up.** Every epoch is a full seeded permutation until the shared
+  :class:`~hotset.importance.rank_variance.RankTracker` finds the set S stable
+  (it observes the losses known at the start of each epoch).
+* **Selection.** From then on every epoch keeps each sample with probability
+  ``percentile(loss in the last 1024 losses) ** beta`` -- the loss-based
+  sampling of iCACHE's IIS (:class:`IISSampler`) -- over the *hybrid* estimates:
+  the losses of S were re-evaluated by a forward pass just before the draw (the
+  driver does it, see ``Planner.begin(evaluate=...)``), everyone else's are their
+  latest training loss. There are no periodic full epochs: refreshing stale
+  losses is what re-evaluating S is for.
+
+The order is the prefetch list: ImPACT prefetches exactly the selected samples in
+order, and a driver reads only what the epoch's plans name, so no unselected
+sample is ever fetched.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from hotset.importance.rank_variance import RankTracker
+from hotset.samplers.base import EpochContext, IntArray
+from hotset.samplers.iis import BETA, WINDOW, IISSampler
+
+
+class ImpactSampler(IISSampler):
+    """Full epochs while the tracker warms up, IIS selection after (module docstring)."""
+
+    name: ClassVar[str] = "impact"
+
+    def __init__(
+        self,
+        n: int,
+        *,
+        tracker: RankTracker,
+        seed: int = 0,
+        beta: float = BETA,
+        window: int = WINDOW,
+        drop_last: bool = False,
+    ) -> None:
+        super().__init__(
+            n, seed=seed, beta=beta, window=window, warm_up=0, reuse_factor=1, drop_last=drop_last
+        )
+        self.tracker = tracker
+
+    def is_full_epoch(self, epoch: int) -> bool:
+        return not self.tracker.done
+
+    def global_order(self, ctx: EpochContext) -> IntArray:
+        values = self.importance(ctx)
+        if values is not None:
+            self.tracker.observe(ctx.epoch - 1, values, full_epoch=ctx.epoch)
+        return super().global_order(ctx)

@@ -1,0 +1,113 @@
+"""ImPACT (IEEE TC'25): iCACHE's caches + importance-informed prefetch with the hybrid evaluator.
+
+==================  ======================================================================
+``impact``          warm-up (full epochs, static caching) until S is stable; then S in a
+                    static buffer, re-evaluated before every draw; IIS selection over the
+                    hybrid estimates; H/L caches with dynamic packages
+``impact_history``  the same, but S is never re-evaluated: history-only estimates
+==================  ======================================================================
+
+One :class:`~hotset.importance.rank_variance.RankTracker` is shared by the sampler
+(:class:`~hotset.samplers.impact.ImpactSampler`: full epochs until the tracker is
+done) and the cache (:class:`~hotset.policies.impact.ImpactCache`: buffers S once
+known). Importance is the raw per-sample loss, as in iCACHE.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from hotset.engine.packages import PACKAGE_BYTES
+from hotset.errors import HotsetError
+from hotset.importance.rank_variance import MAX_WARM_UP, OVERLAP, S_SHARE, RankTracker
+from hotset.importance.scorers import LossScorer
+from hotset.importance.table import ImportanceTable
+from hotset.policies.base import Budget
+from hotset.policies.icache import H_SHARE, H_START
+from hotset.policies.impact import ImpactCache, ImpactHistoryCache
+from hotset.samplers.iis import BETA, WINDOW
+from hotset.samplers.impact import ImpactSampler
+from hotset.systems.base import System, SystemSpec
+
+#: every option an impact system accepts, with the papers' values
+DEFAULTS: dict[str, Any] = {
+    "beta": BETA,
+    "window": WINDOW,
+    "h_share": H_SHARE,
+    "h_start": H_START,
+    "package_bytes": PACKAGE_BYTES,
+    "s_share": S_SHARE,
+    "overlap": OVERLAP,
+    "max_warm_up": MAX_WARM_UP,
+}
+
+
+def _system(name: str, cache: type[ImpactCache]) -> Callable[..., System]:
+    def build(
+        *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
+    ) -> System:
+        unknown = sorted(set(options) - set(DEFAULTS))
+        if unknown:
+            raise HotsetError(
+                f"system {name!r}: unknown option(s) {', '.join(unknown)}; "
+                f"it accepts {', '.join(sorted(DEFAULTS))}"
+            )
+        opts = {**DEFAULTS, **options}
+        sizes = np.ones(n, np.int64) if budget.sizes is None else np.asarray(budget.sizes)
+        by_bytes = budget.capacity_bytes is not None
+        total = int(budget.capacity_bytes if by_bytes else budget.capacity_items)  # type: ignore[arg-type]
+        s_share = opts["s_share"]
+        if isinstance(s_share, bool) or not isinstance(s_share, int | float):
+            raise HotsetError(f"impact: s_share must be a share in [0, 1), got {s_share!r}")
+        tracker = RankTracker(
+            sizes if by_bytes else np.ones(n, np.int64),
+            s_bytes=math.floor(total * s_share),
+            overlap=opts["overlap"],
+            max_epochs=opts["max_warm_up"],
+        )
+        policy = cache(
+            budget,
+            tracker=tracker,
+            n=n,
+            seed=seed,
+            h_share=opts["h_share"],
+            h_start=opts["h_start"],
+            package_bytes=opts["package_bytes"],
+            s_share=s_share,
+        )
+        sampler = ImpactSampler(
+            n, tracker=tracker, seed=seed, beta=opts["beta"], window=opts["window"]
+        )
+        return System(
+            name=name,
+            sampler=sampler,
+            policy=policy,
+            table=ImportanceTable(n),
+            scorer=LossScorer(),
+            options={"batch_size": batch_size, **opts},
+        )
+
+    build.__name__ = f"build_{name}"
+    build.__doc__ = f"ImPACT system {name!r} (see the module docstring)."
+    return build
+
+
+SPECS: list[SystemSpec] = [
+    SystemSpec(
+        "impact",
+        "ImPACT: warm-up until S is stable, S buffered and re-evaluated each epoch, IIS over "
+        "hybrid estimates, iCACHE's H/L caches",
+        "ImPACT IEEE TC'25 §III",
+        _system("impact", ImpactCache),
+    ),
+    SystemSpec(
+        "impact_history",
+        "ImPACT ablation: history-only importance estimates (S never re-evaluated)",
+        "ImPACT IEEE TC'25 §V-E (hybrid vs history)",
+        _system("impact_history", ImpactHistoryCache),
+    ),
+]

@@ -1,0 +1,83 @@
+"""ImPACT through the real loader: the user's forward pass re-evaluates S from the cache
+before each draw, and the loader decides what the engine's twin decides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hotset
+from hotset.engine.planner import Planner
+from hotset.policies.base import Budget
+from hotset.systems.registry import build_system
+
+EPOCHS, BATCH, SEED = 7, 16, 1
+OPTIONS = {"window": 32, "max_warm_up": 3}  # 200 ids: a short window, a short warm-up
+
+
+def _loss(ids: np.ndarray, epoch: int) -> np.ndarray:
+    return ((ids * 7919) % 101) / 100.0 + 0.05 + (ids % 10 == 0) * ((ids + epoch) % 5)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_impact_evaluates_s_from_the_cache_as_its_twin_does(
+    dataset_dir: Path, workers: int
+) -> None:
+    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    n = len(data.manifest)
+    sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
+    truth = [data[i][0] for i in range(n)]
+    capacity = int(0.3 * sizes.sum())
+    twin = build_system(
+        "impact", n=n, budget=Budget(capacity_bytes=capacity, sizes=sizes), seed=SEED, **OPTIONS
+    )
+    asked: list[list[int]] = []
+
+    def forward(x: list[bytes], y: object, ids: object) -> np.ndarray:
+        got = ids.tolist()  # type: ignore[attr-defined]
+        assert x == [truth[s] for s in got]  # the bytes of exactly those samples
+        asked[-1] += got
+        return _loss(np.asarray(got), 99)
+
+    with hotset.loader(
+        data,
+        system="impact",
+        system_options=OPTIONS,
+        cache=capacity,
+        batch_size=BATCH,
+        num_workers=workers,
+        seed=SEED,
+    ) as loader:
+        loader.evaluate_with(forward)
+        planner = Planner(twin, n=n, batch_size=BATCH, lag=loader.lag, sizes=sizes)
+        for epoch in range(EPOCHS):
+            asked.append([])
+            loader.set_epoch(epoch)
+            for _x, _y, ids, _w in loader:
+                loader.update(ids, _loss(ids.numpy(), epoch))
+            planner.begin(epoch, evaluate=lambda ids: _loss(ids, 99))
+            assert planner.evaluated == len(asked[-1])
+            for plan in planner.plans():
+                planner.give(plan.index, plan.served, _loss(plan.served, epoch))
+            planner.finish(val_accuracy=None)
+            assert loader.decisions().rows() == planner.log.rows(), f"epoch {epoch}"
+        assert loader.evaluate_reads == 0  # S came from the static buffer
+    assert sum(len(a) for a in asked) > 0, "S was never re-evaluated: the test shows nothing"
+
+
+def test_impact_without_an_evaluator_warns_once(dataset_dir: Path) -> None:
+    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    capacity = int(0.3 * np.sum(data.manifest.sizes))
+    with hotset.loader(
+        data, system="impact", system_options=OPTIONS, cache=capacity, batch_size=BATCH, seed=SEED
+    ) as loader:
+        with pytest.warns(UserWarning, match="evaluate_with") as record:
+            for epoch in range(EPOCHS):
+                loader.set_epoch(epoch)
+                for _x, _y, ids, _w in loader:
+                    loader.update(ids, _loss(ids.numpy(), epoch))
+        assert len([w for w in record if "evaluate_with" in str(w.message)]) == 1
+        with pytest.raises(hotset.HotsetError, match="callable"):
+            loader.evaluate_with(42)  # type: ignore[arg-type]
