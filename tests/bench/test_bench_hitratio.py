@@ -89,3 +89,31 @@ def test_the_bound_holds_for_byte_budgets(
     for name in ("lru", "fifo", "lfu"):
         policy = make_policy(name, Budget(capacity_bytes=capacity, sizes=size_arr))
         assert bound >= int((policy.replay(arr) == int(Outcome.HIT)).sum())
+
+
+def test_importance_rows_name_their_service_reads_and_warm_up(tmp_path: Path) -> None:
+    main(
+        [
+            "bench", "hitratio", "--root", str(tmp_path), "--data-dir", str(tmp_path / "data"),
+            "--workloads", "synth", "--synth-n", "1500", "--systems", "lru,icache,impact",
+            "--fracs", "0.3", "--epochs", "8", "--name", "hitratio-importance", "--json",
+        ]
+    )  # fmt: skip
+    results = tmp_path / "benchmarks" / "results"
+    assert not (results / "hitratio.json").exists()  # its own file, next to the default one
+    doc = json.loads((results / "hitratio-importance.json").read_text())
+    rows = {r["system"]: r for r in doc["result"]["table"]}
+    for row in rows.values():
+        assert row["service_ratio"] == pytest.approx(
+            row["exact_hit_ratio"] + row["substitution_ratio"], abs=2e-4
+        )
+    icache = rows["icache"]
+    assert icache["selective_epochs"] > 0 and icache["service_ratio_selective"] is not None
+    assert icache["unit_reads_per_epoch_after_first"] > 0  # packages, one request each
+    assert icache["pack_reads_per_epoch_after_first"] > 0  # what the packer read
+    assert icache["policy"]["packaging"] == "dynamic" and icache["policy"]["packages"] > 0
+    assert rows["lru"]["policy"] == {} and rows["lru"]["service_ratio_selective"] is None
+    warm = rows["impact"]["policy"]["warm_up_epochs"]
+    assert warm is None or 3 <= warm <= 8
+    readme = (tmp_path / "benchmarks" / "README.md").read_text()
+    assert "## hitratio-importance" in readme and "hitratio-importance.png" in readme

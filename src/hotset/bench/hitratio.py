@@ -102,6 +102,17 @@ def run_one(
     rows = result["epochs"]
     later = rows[1:] or rows
     requests_later = sum(r["requests"] for r in later)
+    # epochs that read a selection (IIS, ImPACT after its warm-up): fewer requests than ids
+    selective = [r for r in later if r["requests"] < result["n_train"]]
+
+    def per_epoch(key: str) -> float:
+        return round(sum(r[key] for r in later) / len(later), 1)
+
+    def service(epochs: list[dict[str, Any]]) -> float | None:
+        asked = sum(r["requests"] for r in epochs)
+        served = sum(r["exact_hits"] + r["substitutions"] for r in epochs)
+        return round(served / asked, 4) if asked else None
+
     return {
         "workload": workload,
         "system": system,
@@ -113,6 +124,13 @@ def run_one(
         "reads_per_epoch_after_first": round(
             sum(r["storage_reads"] for r in later) / len(later), 1
         ),
+        "service_ratio": service(later),
+        "service_ratio_selective": service(selective),
+        "selective_epochs": len(selective),
+        "unit_reads_per_epoch_after_first": per_epoch("unit_reads"),
+        "pack_reads_per_epoch_after_first": per_epoch("pack_reads"),
+        "pack_bytes_per_epoch_after_first": per_epoch("pack_bytes"),
+        "policy": result["policy"],
         "prefetched_ratio": round(sum(r["prefetched"] for r in later) / requests_later, 4),
         "storage_requests_per_epoch_after_first": round(
             sum(r["storage_requests"] for r in later) / len(later), 1
@@ -216,6 +234,12 @@ def run(
             "trained=True rows trained a real model (their order comes from its losses); "
             "trained=False rows are baselines whose decisions cannot depend on training, run "
             "without the model (tests/sim/test_sim_live.py holds them equal to trained runs).",
+            "service_ratio = exact hits + substitutions over epochs 2..E (both are also shown "
+            "apart); service_ratio_selective counts only the epochs that read a selection "
+            "(fewer requests than training ids: IIS epochs, ImPACT after its warm-up). "
+            "storage_requests = single-sample reads + unit_reads (chunks or packages, one "
+            "request each); pack_reads/pack_bytes are what iCACHE's packer read in the "
+            "background to write packages, not part of storage_requests.",
             "exact_hit_ratio and substitution_ratio count epochs 2..E and are never merged; "
             "exact_hit_ratio_all and belady_hit_ratio_all count the whole run; "
             "belady_hit_ratio_all is Belady's MIN replayed on that row's own request sequence, holding "

@@ -110,7 +110,8 @@ def render_readme(*, root: Path = Path(".")) -> Path:
             lines += _table(result["table"])
         for note in result.get("notes", []) if isinstance(result, dict) else []:
             lines += ["", f"- {note}"]
-        for fig in sorted(results_dir.glob(f"{doc['suite']}*.png")):
+        figures = [path.with_suffix(".png"), *sorted(results_dir.glob(f"{path.stem}_*.png"))]
+        for fig in [f for f in figures if f.exists()]:
             lines += ["", f"![{fig.stem}](results/{fig.name})"]
         lines += ["", f"Raw: [results/{path.name}](results/{path.name})", ""]
     readme = root / "benchmarks" / "README.md"

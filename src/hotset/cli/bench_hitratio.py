@@ -28,6 +28,13 @@ from hotset.systems.registry import split_systems
     show_default=True,
     help="Where the workloads are generated once and reused.",
 )
+@click.option(
+    "--name",
+    default="hitratio",
+    show_default=True,
+    help="Result name: benchmarks/results/<name>.json and <name>.png (a run of some systems "
+    "kept next to the default one).",
+)
 @click.option("--json", "as_json", is_flag=True)
 @root_option
 def command(
@@ -38,6 +45,7 @@ def command(
     seed: int,
     synth_n: int,
     data_dir: Path,
+    name: str,
     as_json: bool,
     root: Path,
 ) -> None:
@@ -48,7 +56,9 @@ def command(
     bad = [f for f in frac_values if not 0 < f <= 1]
     if bad:
         raise HotsetError(f"--fracs: each fraction must be in (0, 1], got {bad[0]}")
-    figure = root / "benchmarks" / "results" / "hitratio.png"
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise HotsetError(f"--name: letters, digits, '-' and '_' only, got {name!r}")
+    figure = root / "benchmarks" / "results" / f"{name}.png"
     figure.parent.mkdir(parents=True, exist_ok=True)
     result = run(
         data_dir=data_dir,
@@ -60,4 +70,4 @@ def command(
         synth_n=synth_n,
         figure=figure,
     )
-    finish("hitratio", result, root, as_json)
+    finish(name, result, root, as_json)

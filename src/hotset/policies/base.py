@@ -204,6 +204,10 @@ class Policy(ABC):
         """
         return np.zeros(0, dtype=np.int64)
 
+    def summary(self) -> dict[str, Any]:
+        """What a report should say about this policy's own choices (JSON-ready; often empty)."""
+        return {}
+
     def regions(self) -> dict[str, tuple[int, int]]:
         """``{region: (used_bytes, capacity_bytes)}``; one region unless the policy splits.
 

@@ -165,6 +165,13 @@ class PackedICache(ICache):
     def _is_l(self, sid: int) -> bool:
         return self._hot is not None and sid not in self._hot
 
+    def summary(self) -> dict[str, Any]:
+        return {
+            "packaging": "static" if self.packer.static else "dynamic",
+            "packages": self.packer.packages.n_chunks,
+            "package_bytes": self._target,
+        }
+
     # -- resumption -------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {

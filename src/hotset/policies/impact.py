@@ -152,6 +152,15 @@ class ImpactCache(PackedICache):
     def resident(self) -> frozenset[int]:
         return super().resident() | frozenset(self._s)
 
+    def summary(self) -> dict[str, Any]:
+        tracker = self.tracker
+        return {
+            **super().summary(),
+            "warm_up_epochs": tracker.k,
+            "s_samples": None if tracker.s_ids is None else len(tracker.s_ids),
+            "s_overlaps": [round(o, 4) for o in tracker.overlaps],
+        }
+
     # -- resumption -------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {

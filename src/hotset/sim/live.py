@@ -274,6 +274,7 @@ def _result(
         "config": config,
         "epochs": epoch_rows,
         "totals": _totals(epoch_rows),
+        "policy": driver.system.policy.summary(),
     }
     if record_accesses:
         result["accesses"] = [order.tolist() for order in driver.orders]
