@@ -98,6 +98,11 @@ def run(
                 "storage_reads_per_epoch": sum(r["storage_reads"] for r in rows) / len(rows),
                 "storage_requests_per_epoch": sum(r["storage_requests"] for r in rows) / len(rows),
                 "exact_hit_ratio": result["totals"]["exact_hit_ratio_after_first"],
+                "substitution_ratio": sum(r["substitutions"] for r in rows[1:])
+                / max(1, sum(r["requests"] for r in rows[1:])),
+                "pack_reads_per_epoch": sum(r["pack_reads"] for r in rows) / len(rows),
+                "evaluated_per_epoch": sum(r["evaluated"] for r in rows) / len(rows),
+                "policy": result["policy"],
                 "unique_ids_trained_per_epoch": sum(r["unique_ids_trained"] for r in rows)
                 / len(rows),
                 "never_trained_at_end": rows[-1]["never_trained"],
@@ -134,6 +139,15 @@ def run(
                         [r["storage_requests_per_epoch"] for r in mine]
                     )[0],
                     "exact_hit_ratio_mean": _mean_std([r["exact_hit_ratio"] for r in mine])[0],
+                    "substitution_ratio_mean": _mean_std([r["substitution_ratio"] for r in mine])[
+                        0
+                    ],
+                    "pack_reads_per_epoch_mean": _mean_std(
+                        [r["pack_reads_per_epoch"] for r in mine]
+                    )[0],
+                    "evaluated_per_epoch_mean": _mean_std([r["evaluated_per_epoch"] for r in mine])[
+                        0
+                    ],
                     "unique_ids_trained_per_epoch_mean": _mean_std(
                         [r["unique_ids_trained_per_epoch"] for r in mine]
                     )[0],
@@ -160,5 +174,9 @@ def run(
             "Target = the pytorch baseline's final validation accuracy at the same seed; "
             "time_to_target is the modeled time at the end of the first epoch reaching it "
             "(mean ± std over the seeds that reached it; 'reached' counts them).",
+            "pack_reads: samples iCACHE's packer read in the background to write packages (their "
+            "time is charged to the modeled store, not counted in storage_requests); evaluated: "
+            "samples ImPACT re-evaluated before a draw (a forward pass charged a third of a "
+            "step's compute per sample, its bytes from the static buffer).",
         ],
     }

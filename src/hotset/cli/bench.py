@@ -59,6 +59,23 @@ def finish(suite: str, result: dict[str, Any], root: Path, as_json: bool) -> Non
         click.echo(f"wrote {path}")
 
 
+def _check_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    if not value or not value.replace("-", "").replace("_", "").isalnum():
+        raise click.BadParameter(f"letters, digits, '-' and '_' only, got {value!r}")
+    return value
+
+
+def name_option(suite: str) -> Any:
+    """``--name``: the result's file name, so a run of some systems sits next to the default."""
+    return click.option(
+        "--name",
+        default=suite,
+        show_default=True,
+        callback=_check_name,
+        help="Result name: benchmarks/results/<name>.json (and .png where the suite draws one).",
+    )
+
+
 root_option = click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_floats, parse_list
-from hotset.cli.bench import finish, root_option
+from hotset.cli.bench import finish, name_option, root_option
 from hotset.errors import HotsetError
 from hotset.systems.registry import split_systems
 
@@ -28,13 +28,7 @@ from hotset.systems.registry import split_systems
     show_default=True,
     help="Where the workloads are generated once and reused.",
 )
-@click.option(
-    "--name",
-    default="hitratio",
-    show_default=True,
-    help="Result name: benchmarks/results/<name>.json and <name>.png (a run of some systems "
-    "kept next to the default one).",
-)
+@name_option("hitratio")
 @click.option("--json", "as_json", is_flag=True)
 @root_option
 def command(
@@ -56,8 +50,6 @@ def command(
     bad = [f for f in frac_values if not 0 < f <= 1]
     if bad:
         raise HotsetError(f"--fracs: each fraction must be in (0, 1], got {bad[0]}")
-    if not name.replace("-", "").replace("_", "").isalnum():
-        raise HotsetError(f"--name: letters, digits, '-' and '_' only, got {name!r}")
     figure = root / "benchmarks" / "results" / f"{name}.png"
     figure.parent.mkdir(parents=True, exist_ok=True)
     result = run(

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_ints, parse_list
-from hotset.cli.bench import finish, root_option
+from hotset.cli.bench import finish, name_option, root_option
 from hotset.errors import HotsetError
 from hotset.systems.registry import split_systems
 
@@ -36,6 +36,7 @@ from hotset.systems.registry import split_systems
     default=DEFAULT_DATA_DIR,
     show_default=True,
 )
+@name_option("train")
 @click.option("--json", "as_json", is_flag=True)
 @root_option
 def command(
@@ -47,6 +48,7 @@ def command(
     compute_ms: float,
     synth_n: int,
     data_dir: Path,
+    name: str,
     as_json: bool,
     root: Path,
 ) -> None:
@@ -66,4 +68,4 @@ def command(
         compute_ms=compute_ms,
         synth_n=synth_n,
     )
-    finish("train", result, root, as_json)
+    finish(name, result, root, as_json)
