@@ -182,12 +182,15 @@ def _hotset_row(
 ) -> dict[str, Any]:
     import torch
 
+    from hotset.systems.registry import parse_system
     from hotset.torch import loader as make_loader
 
+    name, options = parse_system(system)
     # a system without a cache (capabilities.caches False) opens none, whatever the size
     with make_loader(
         data,
-        system=system,
+        system=name,
+        system_options=options,
         cache=cache_frac,
         batch_size=batch_size,
         num_workers=workers,
@@ -200,6 +203,9 @@ def _hotset_row(
         def feedback(batch: Any) -> None:
             ids = batch[2]
             ld.update(ids, torch.from_numpy(rng.random(len(ids)) + 0.1))
+
+        if ld.system.capabilities.evaluates:  # ImPACT: a stand-in forward pass, as free
+            ld.evaluate_with(lambda _x, _y, ids: rng.random(len(ids)) + 0.1)
 
         start = time.perf_counter()
         for epoch in range(epochs):
@@ -217,6 +223,8 @@ def _hotset_row(
     )
     out["per_epoch_samples_per_s"] = [round(r["samples_per_s"], 1) for r in rows]
     out["substitution_ratio"] = round(sum(r["substitutions"] for r in rows) / requests, 4)
+    out["unit_reads"] = sum(r["unit_reads"] for r in rows)
+    out["pack_reads"] = sum(r["pack_reads"] for r in rows)
     wasted, read = (getattr(ld.system.policy, k, None) for k in ("wasted_bytes", "chunk_bytes"))
     if wasted is not None and read is not None:  # chunk bytes neither served nor kept (Brand)
         out["wasted_read_share"] = round(wasted / read, 4) if read else 0.0
@@ -249,11 +257,11 @@ def run(
     from hotset.data import SynthConfig, make_synth
     from hotset.storage.local import LocalStore
     from hotset.storage.shared_throttle import SharedThrottledStore
-    from hotset.systems.registry import get_spec
+    from hotset.systems.registry import parse_system
     from hotset.torch import open_dataset
 
     for name in systems:
-        get_spec(name)
+        parse_system(name)
     if not 0 < cache_frac <= 1:
         raise HotsetError(f"cache_frac must be in (0, 1], got {cache_frac!r}")
     if epochs < 1 or workers < 0 or batch_size < 1 or compute_ms < 0:
@@ -317,5 +325,10 @@ def run(
             f"compute is a {compute_ms:g} ms sleep per batch; ceiling "
             f"{1000.0 * batch_size / compute_ms if compute_ms else math.inf:.0f} samples/s",
             "stall = time the loop waited in next(), worker start-up included",
+            "per-sample losses fed back are random (the data path is measured, not learning); "
+            "a system that re-evaluates samples (ImPACT) gets a stand-in forward pass returning "
+            "random losses at no cost; unit_reads are chunk or package requests (in "
+            "storage_requests), pack_reads what iCACHE's packer read to write packages (not in "
+            "storage_requests)",
         ],
     }

@@ -224,8 +224,14 @@ def store(
 @click.option("--cache-frac", type=float, default=0.2, show_default=True)
 @click.option("--n", "n", type=int, default=4000, show_default=True)
 @click.option("--epochs", type=int, default=3, show_default=True)
-@click.option("--systems", default=",".join(LOADER_SYSTEMS), show_default=True, help="Comma list.")
+@click.option(
+    "--systems",
+    default=",".join(LOADER_SYSTEMS),
+    show_default=True,
+    help="Comma list; NAME[option=value,...] sets a system's options.",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
+@name_option("loader")
 @click.option("--json", "as_json", is_flag=True)
 @root_option
 def loader(
@@ -239,6 +245,7 @@ def loader(
     epochs: int,
     systems: str,
     seed: int,
+    name: str,
     as_json: bool,
     root: Path,
 ) -> None:
@@ -249,8 +256,9 @@ def loader(
     if min(values) < 0:
         raise HotsetError(f"--latency-ms: expected non-negative numbers, got {latencies!r}")
     from hotset.bench.loader import run, with_rates
+    from hotset.systems.registry import split_systems
 
-    names = tuple(s.strip() for s in systems.split(",") if s.strip())
+    names = tuple(split_systems(systems))
     table: list[dict[str, Any]] = []
     runs = []
     notes: list[str] = []
@@ -271,4 +279,4 @@ def loader(
         runs.append(result)
         table += [{"latency_ms": latency} | row for row in with_rates(result["table"])]
         notes += [note for note in result.get("notes", []) if note not in notes]
-    finish("loader", {"table": table, "notes": notes, "runs": runs}, root, as_json)
+    finish(name, {"table": table, "notes": notes, "runs": runs}, root, as_json)
