@@ -54,6 +54,7 @@ class Packer:
         self.packages = PackageSet(self.sizes)
         self._queue: deque[int] = deque()  # dynamic: ids to pack; static: units to load
         self._packed: set[int] = set()  # static: units already written
+        self._target = 1  # dynamic: this epoch's package size
 
     def target(self, l_capacity: int) -> int:
         """Package size for an L-cache of ``l_capacity`` bytes (see the module docstring)."""
@@ -64,7 +65,7 @@ class Packer:
         rng = np.random.default_rng([self.seed, int(epoch), 23])
         if self.static:
             if not self.packages.n_chunks and len(l_ids):
-                self._cut(rng.permutation(len(self.sizes)).tolist(), target, define=True)
+                self._cut(rng.permutation(len(self.sizes)).tolist(), target)
             self._queue = deque(rng.permutation(self.packages.n_chunks).tolist())
             return
         l_set = set(l_ids.tolist())
@@ -74,7 +75,8 @@ class Packer:
         self._queue = deque(first + rest)
         self._target = target
 
-    def _cut(self, ids: list[int], target: int, *, define: bool) -> None:
+    def _cut(self, ids: list[int], target: int) -> None:
+        """Define packages of ``ids`` in order, each closed once it reaches ``target``."""
         pkg: list[int] = []
         size = 0
         for sid in ids:
@@ -83,7 +85,7 @@ class Packer:
             if size >= target:
                 self.packages.add(pkg)
                 pkg, size = [], 0
-        if pkg and define:
+        if pkg:
             self.packages.add(pkg)
 
     def next(self, skip: set[int]) -> tuple[int, bool] | None:
@@ -116,7 +118,7 @@ class Packer:
             "packages": self.packages.state(),
             "queue": list(self._queue),
             "packed": sorted(self._packed),
-            "target": getattr(self, "_target", 1),
+            "target": self._target,
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
