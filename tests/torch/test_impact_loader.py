@@ -81,3 +81,49 @@ def test_impact_without_an_evaluator_warns_once(dataset_dir: Path) -> None:
         assert len([w for w in record if "evaluate_with" in str(w.message)]) == 1
         with pytest.raises(hotset.HotsetError, match="callable"):
             loader.evaluate_with(42)  # type: ignore[arg-type]
+
+
+def _run_epoch(loader: hotset.torch.HotsetLoader, epoch: int, stop: int | None = None) -> list[int]:
+    loader.set_epoch(epoch)
+    served: list[int] = []
+    for i, (_x, _y, ids, _w) in enumerate(loader):
+        loader.update(ids, _loss(ids.numpy(), epoch))
+        served += ids.tolist()
+        if stop is not None and i + 1 == stop:
+            break
+    return served
+
+
+@pytest.mark.parametrize("system", ["impact", "icache"])
+def test_a_selective_epoch_resumes_exactly_from_a_checkpoint(
+    dataset_dir: Path, system: str
+) -> None:
+    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    capacity = int(0.3 * np.sum(data.manifest.sizes))
+    options = OPTIONS if system == "impact" else {"warm_up": 1, "window": 32}
+
+    def make() -> hotset.torch.HotsetLoader:
+        ld = hotset.loader(
+            data, system=system, system_options=options, cache=capacity, batch_size=BATCH, seed=SEED
+        )
+        ld.evaluate_with(lambda _x, _y, ids: _loss(ids.numpy(), 99))
+        return ld
+
+    last = 5  # a selective epoch for both (impact's warm-up is 3 epochs here)
+    with make() as whole:
+        want = [_run_epoch(whole, e) for e in range(last + 1)]
+        want_log = whole.decisions().rows()
+    assert len(want[last]) < len(data.manifest)  # it is a selection
+    with make() as first:
+        for e in range(last):
+            _run_epoch(first, e)
+        head = _run_epoch(first, last, stop=3)
+        state = first.state_dict()
+    with make() as second:
+        second.load_state_dict(state)
+        tail = []
+        for _x, _y, ids, _w in second:
+            second.update(ids, _loss(ids.numpy(), last))
+            tail += ids.tolist()
+        assert head + tail == want[last]
+        assert second.decisions().rows() == want_log
