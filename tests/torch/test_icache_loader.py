@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from torch_support import bytes_and_twin
 
 import hotset
 from hotset.engine.counters import COUNTER_KEYS, EpochCounts
 from hotset.engine.packages import DEFAULT_PREFIX
 from hotset.engine.planner import Planner
-from hotset.policies.base import Budget, Outcome
-from hotset.systems.registry import build_system
+from hotset.policies.base import Outcome
 
 EPOCHS, BATCH, SEED = 4, 16, 2
 OPTIONS = {"warm_up": 1}  # selective epochs from epoch 1: the L-cache is used early
@@ -28,14 +28,11 @@ def _loss(ids: np.ndarray) -> np.ndarray:
 def test_icache_reads_packages_byte_exact_as_its_twin_decides(
     dataset_dir: Path, system: str, workers: int
 ) -> None:
-    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    data, truth, capacity, twin = bytes_and_twin(
+        dataset_dir, system, frac=0.3, seed=SEED, **OPTIONS
+    )
     n = len(data.manifest)
     sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
-    truth = [data[i][0] for i in range(n)]
-    capacity = int(0.3 * sizes.sum())
-    twin = build_system(
-        system, n=n, budget=Budget(capacity_bytes=capacity, sizes=sizes), seed=SEED, **OPTIONS
-    )
     with hotset.loader(
         data,
         system=system,

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from torch_support import bytes_and_twin
 
 import hotset
 from hotset.engine.planner import Planner
-from hotset.policies.base import Budget
-from hotset.systems.registry import build_system
 
 EPOCHS, BATCH, SEED = 7, 16, 1
 OPTIONS = {"window": 32, "max_warm_up": 3}  # 200 ids: a short window, a short warm-up
@@ -25,14 +24,11 @@ def _loss(ids: np.ndarray, epoch: int) -> np.ndarray:
 def test_impact_evaluates_s_from_the_cache_as_its_twin_does(
     dataset_dir: Path, workers: int
 ) -> None:
-    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    data, truth, capacity, twin = bytes_and_twin(
+        dataset_dir, "impact", frac=0.3, seed=SEED, **OPTIONS
+    )
     n = len(data.manifest)
     sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
-    truth = [data[i][0] for i in range(n)]
-    capacity = int(0.3 * sizes.sum())
-    twin = build_system(
-        "impact", n=n, budget=Budget(capacity_bytes=capacity, sizes=sizes), seed=SEED, **OPTIONS
-    )
     asked: list[list[int]] = []
 
     def forward(x: list[bytes], y: object, ids: object) -> np.ndarray:

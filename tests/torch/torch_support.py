@@ -16,6 +16,24 @@ def loss_of(ids: Any, epoch: int) -> np.ndarray:
     return ((arr * 2654435761 + epoch * 40503) % 1000) / 1000.0 + 0.1
 
 
+def bytes_and_twin(
+    dataset_dir: Any, system: str, *, frac: float, seed: int, **options: Any
+) -> tuple[Any, list[bytes], int, System]:
+    """A bytes-decoding data set, each sample's stored bytes, a cache of ``frac`` of its
+    bytes, and the system a loader would build for it (the engine's twin)."""
+    import hotset
+    from hotset.policies.base import Budget
+    from hotset.systems.registry import build_system
+
+    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    n = len(data.manifest)
+    sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
+    capacity = int(frac * sizes.sum())
+    budget = Budget(capacity_bytes=capacity, sizes=sizes)
+    twin = build_system(system, n=n, budget=budget, seed=seed, **options)
+    return data, [data[i][0] for i in range(n)], capacity, twin
+
+
 def run_epoch(loader: Any, epoch: int, *, feedback: bool = True) -> list[tuple[Any, ...]]:
     """One epoch through the loader, giving ``loss_of`` feedback after every batch."""
     loader.set_epoch(epoch)

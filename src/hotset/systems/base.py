@@ -105,6 +105,19 @@ class System:
         self.policy.update_importance(self.table.snapshot().scores, self.table.version)
 
 
+def with_defaults(system: str, given: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """``given`` over ``defaults``; an option ``defaults`` does not name is an error naming it."""
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        from hotset.errors import HotsetError
+
+        raise HotsetError(
+            f"system {system!r}: unknown option(s) {', '.join(unknown)}; "
+            f"it accepts {', '.join(sorted(defaults)) or 'none'}"
+        )
+    return {**defaults, **given}
+
+
 @dataclass(frozen=True)
 class SystemSpec:
     """A registry entry: how to build a system and where it comes from."""

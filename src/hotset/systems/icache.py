@@ -22,7 +22,6 @@ from collections.abc import Callable
 from typing import Any
 
 from hotset.engine.packages import PACKAGE_BYTES
-from hotset.errors import HotsetError
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.base import Budget, Policy
@@ -30,7 +29,7 @@ from hotset.policies.icache import H_SHARE, H_START, ICache
 from hotset.policies.icache_packed import PackedICache
 from hotset.policies.registry import make_policy
 from hotset.samplers.iis import BETA, REUSE_FACTOR, WARM_UP, WINDOW, IISSampler
-from hotset.systems.base import System, SystemSpec
+from hotset.systems.base import System, SystemSpec, with_defaults
 
 #: every option an icache system accepts, with the authors' values
 DEFAULTS: dict[str, Any] = {
@@ -51,13 +50,7 @@ def _system(name: str, cache: Cache) -> Callable[..., System]:
     def build(
         *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
     ) -> System:
-        unknown = sorted(set(options) - set(DEFAULTS))
-        if unknown:
-            raise HotsetError(
-                f"system {name!r}: unknown option(s) {', '.join(unknown)}; "
-                f"it accepts {', '.join(sorted(DEFAULTS))}"
-            )
-        opts = {**DEFAULTS, **options}
+        opts = with_defaults(name, options, DEFAULTS)
         sampler = IISSampler(
             n,
             seed=seed,

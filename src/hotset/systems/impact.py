@@ -31,7 +31,7 @@ from hotset.policies.icache import H_SHARE, H_START
 from hotset.policies.impact import ImpactCache, ImpactHistoryCache
 from hotset.samplers.iis import BETA, WINDOW
 from hotset.samplers.impact import ImpactSampler
-from hotset.systems.base import System, SystemSpec
+from hotset.systems.base import System, SystemSpec, with_defaults
 
 #: every option an impact system accepts, with the papers' values
 DEFAULTS: dict[str, Any] = {
@@ -50,13 +50,7 @@ def _system(name: str, cache: type[ImpactCache]) -> Callable[..., System]:
     def build(
         *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
     ) -> System:
-        unknown = sorted(set(options) - set(DEFAULTS))
-        if unknown:
-            raise HotsetError(
-                f"system {name!r}: unknown option(s) {', '.join(unknown)}; "
-                f"it accepts {', '.join(sorted(DEFAULTS))}"
-            )
-        opts = {**DEFAULTS, **options}
+        opts = with_defaults(name, options, DEFAULTS)
         sizes = np.ones(n, np.int64) if budget.sizes is None else np.asarray(budget.sizes)
         by_bytes = budget.capacity_bytes is not None
         total = int(budget.capacity_bytes if by_bytes else budget.capacity_items)  # type: ignore[arg-type]

@@ -46,7 +46,7 @@ from hotset.policies.shade_variants import (
     SubstituteFromCache,
 )
 from hotset.samplers.pads import PADSSampler
-from hotset.systems.base import System, SystemSpec
+from hotset.systems.base import System, SystemSpec, with_defaults
 
 #: SHADE's defaults; every option a SHADE-family system accepts is listed here
 #: guards against training a subset, off by default (see hotset.samplers.pads):
@@ -73,16 +73,6 @@ SHADE_DEFAULTS: dict[str, Any] = {
 VARIANT_DEFAULTS: dict[str, Any] = {"ls_init_frac": 0.01, **GUARD_DEFAULTS}
 
 
-def _options(system: str, given: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise HotsetError(
-            f"system {system!r}: unknown option(s) {', '.join(unknown)}; "
-            f"it accepts {', '.join(sorted(defaults)) or 'none'}"
-        )
-    return {**defaults, **given}
-
-
 def _unbiased(system: str, opts: dict[str, Any]) -> bool:
     value = opts["unbiased"]
     if not isinstance(value, bool):
@@ -94,7 +84,7 @@ def build_shade(
     *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
 ) -> System:
     """SHADE with every technique on: log-rank scores, PADS, APP."""
-    opts = _options("shade", options, SHADE_DEFAULTS)
+    opts = with_defaults("shade", options, SHADE_DEFAULTS)
     return System(
         name="shade",
         sampler=PADSSampler(
@@ -129,7 +119,7 @@ def _variant(
     def build(
         *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
     ) -> System:
-        opts = _options(system, options, VARIANT_DEFAULTS)
+        opts = with_defaults(system, options, VARIANT_DEFAULTS)
         return System(
             name=system,
             sampler=PADSSampler(
