@@ -68,6 +68,23 @@ class PackageWriter:
         self.read_bytes = 0
         self.written_bytes = 0
 
+    @classmethod
+    def for_policy(
+        cls,
+        policy: Any,
+        store: Any,
+        *,
+        keys: Sequence[str],
+        hashes: Sequence[str],
+        sizes: npt.ArrayLike,
+        label: str,
+    ) -> PackageWriter:
+        """A writer for ``policy``'s packages under a prefix of this run's own, which the
+        policy's package set takes too (so its keys name the files written here)."""
+        writer = cls(store, keys=keys, hashes=hashes, sizes=sizes, prefix=run_prefix(label))
+        policy.layout.prefix = writer.prefix
+        return writer
+
     def write(self, layout: UnitLayout, units: Sequence[int]) -> None:
         """Write package ``u`` of ``layout`` for each of ``units``."""
         for u in units:

@@ -127,19 +127,20 @@ class PackedICache(ICache):
                 break
             loads.append(self._load(unit))
         if loads and not self._ready and not self.packer.static:
-            ahead = self.packer.next(self._skip())
+            ahead = self.packer.next(self._skip)
             if ahead is not None:
                 packs.append(ahead[0])
                 self._ready.append(ahead[0])
         return Background(packs=tuple(packs), loads=tuple(loads))
 
-    def _skip(self) -> set[int]:
-        return self._trained | set(self._h) | set(self._l.items())
+    def _skip(self, sid: int) -> bool:
+        """Not worth packing now: trained this epoch, or held by H or L."""
+        return sid in self._trained or sid in self._h or sid in self._l
 
     def _next_package(self, packs: list[int]) -> int | None:
         if self._ready:
             return self._ready.popleft()
-        got = self.packer.next(self._skip())
+        got = self.packer.next(self._skip)
         if got is None:
             return None
         unit, fresh = got

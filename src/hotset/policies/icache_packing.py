@@ -22,7 +22,7 @@ while the last is served): the benchmark data sets are small.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -88,10 +88,10 @@ class Packer:
         if pkg:
             self.packages.add(pkg)
 
-    def next(self, skip: set[int]) -> tuple[int, bool] | None:
+    def next(self, skip: Callable[[int], bool]) -> tuple[int, bool] | None:
         """The next package to load, and whether it must be written first; None: none left.
 
-        ``skip``: ids not worth packing now (resident, or trained this epoch).
+        ``skip(id)``: whether an id is not worth packing now (resident, or trained this epoch).
         """
         if self.static:
             if not self._queue:
@@ -105,7 +105,7 @@ class Packer:
         target = self._target
         while self._queue and size < target:
             sid = self._queue.popleft()
-            if sid in skip:
+            if skip(sid):
                 continue
             pkg.append(sid)
             size += int(self.sizes[sid])

@@ -26,7 +26,7 @@ import numpy as np
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.packages import PACKAGE_BYTES
 from hotset.errors import HotsetError
-from hotset.importance.rank_variance import S_SHARE, RankTracker
+from hotset.importance.rank_variance import MAX_WARM_UP, OVERLAP, S_SHARE, RankTracker
 from hotset.policies.app import check_sid
 from hotset.policies.base import Budget, Decision, IntArray, Outcome
 from hotset.policies.icache import H_SHARE, H_START
@@ -45,7 +45,6 @@ class ImpactCache(PackedICache):
         self,
         budget: Budget,
         *,
-        tracker: RankTracker,
         n: int | None = None,
         seed: int = 0,
         h_share: float = H_SHARE,
@@ -53,6 +52,8 @@ class ImpactCache(PackedICache):
         packaging: str = "dynamic",
         package_bytes: int = PACKAGE_BYTES,
         s_share: float = S_SHARE,
+        overlap: float = OVERLAP,
+        max_warm_up: int = MAX_WARM_UP,
     ) -> None:
         super().__init__(
             budget,
@@ -66,9 +67,14 @@ class ImpactCache(PackedICache):
         ok = isinstance(s_share, int | float) and not isinstance(s_share, bool)
         if not ok or not 0 <= s_share < 1:
             raise HotsetError(f"impact: s_share must be a share in [0, 1), got {s_share!r}")
-        self.tracker = tracker
         self.full_total = self.total
         self.s_cap = math.floor(self.full_total * s_share)
+        by_bytes = budget.capacity_bytes is not None
+        weights = self.packer.sizes if by_bytes else np.ones_like(self.packer.sizes)
+        #: the warm-up's rank tracker, shared with ImPACT's sampler (hotset.systems.impact)
+        self.tracker = RankTracker(
+            weights, s_bytes=self.s_cap, overlap=overlap, max_epochs=max_warm_up
+        )
         self._s_ids: frozenset[int] | None = None  # S, once the warm-up ended
         self._s: set[int] = set()  # S samples held by the static buffer
         self.used_s = 0

@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hotset.data.package_writer import PackageWriter, run_prefix
+from hotset.data.package_writer import PackageWriter
 from hotset.engine.counters import COUNTER_KEYS, Coverage, EpochCounts
 from hotset.engine.plan import BatchPlan
 from hotset.engine.planner import Planner
@@ -435,10 +435,9 @@ class _Driver:
         self.packer: PackageWriter | None = None
         if system.capabilities.packs:
             self.layout = system.policy.layout
-            self.packer = PackageWriter(
-                store, keys=keys, hashes=hashes, sizes=sizes, prefix=run_prefix("sim")
+            self.packer = PackageWriter.for_policy(
+                system.policy, store, keys=keys, hashes=hashes, sizes=sizes, label="sim"
             )
-            self.layout.prefix = self.packer.prefix  # type: ignore[union-attr]
         self.compute_seconds = compute_seconds
         self.planner = Planner(system, n=len(keys), batch_size=batch_size, lag=0, sizes=sizes)
         self.coverage = Coverage(len(keys))
@@ -525,7 +524,8 @@ class _Driver:
     def _step(self, plan: BatchPlan) -> float:
         """Read the plan's storage reads, train on its served ids; modeled I/O wait."""
         waited = 0.0
-        early = [u for u in plan.packs.tolist() if u in set(plan.unit_reads.tolist())]
+        reading = set(plan.unit_reads.tolist())
+        early = [u for u in plan.packs.tolist() if u in reading]
         if early:  # a package read by this very batch is written first (and waited for)
             assert self.packer is not None and self.layout is not None
             self.packer.write(self.layout, early)

@@ -15,15 +15,11 @@ known). Importance is the raw per-sample loss, as in iCACHE.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from hotset.engine.packages import PACKAGE_BYTES
-from hotset.errors import HotsetError
-from hotset.importance.rank_variance import MAX_WARM_UP, OVERLAP, S_SHARE, RankTracker
+from hotset.importance.rank_variance import MAX_WARM_UP, OVERLAP, S_SHARE
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.base import Budget
@@ -51,30 +47,19 @@ def _system(name: str, cache: type[ImpactCache]) -> Callable[..., System]:
         *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
     ) -> System:
         opts = with_defaults(name, options, DEFAULTS)
-        sizes = np.ones(n, np.int64) if budget.sizes is None else np.asarray(budget.sizes)
-        by_bytes = budget.capacity_bytes is not None
-        total = int(budget.capacity_bytes if by_bytes else budget.capacity_items)  # type: ignore[arg-type]
-        s_share = opts["s_share"]
-        if isinstance(s_share, bool) or not isinstance(s_share, int | float):
-            raise HotsetError(f"impact: s_share must be a share in [0, 1), got {s_share!r}")
-        tracker = RankTracker(
-            sizes if by_bytes else np.ones(n, np.int64),
-            s_bytes=math.floor(total * s_share),
-            overlap=opts["overlap"],
-            max_epochs=opts["max_warm_up"],
-        )
         policy = cache(
             budget,
-            tracker=tracker,
             n=n,
             seed=seed,
             h_share=opts["h_share"],
             h_start=opts["h_start"],
             package_bytes=opts["package_bytes"],
-            s_share=s_share,
+            s_share=opts["s_share"],
+            overlap=opts["overlap"],
+            max_warm_up=opts["max_warm_up"],
         )
         sampler = ImpactSampler(
-            n, tracker=tracker, seed=seed, beta=opts["beta"], window=opts["window"]
+            n, tracker=policy.tracker, seed=seed, beta=opts["beta"], window=opts["window"]
         )
         return System(
             name=name,

@@ -60,7 +60,7 @@ from torch.utils.data import Sampler
 from hotset.cachestore.base import CacheStore
 from hotset.cachestore.redis_leases import LEASE_TTL_S
 from hotset.cachestore.session import CacheSession, check_share_key
-from hotset.data.package_writer import PackageWriter, run_prefix
+from hotset.data.package_writer import PackageWriter
 from hotset.engine.counters import Coverage
 from hotset.engine.feedback import Feedback
 from hotset.engine.packages import PackageFiles
@@ -170,7 +170,7 @@ class _Packages:
     def write(self, plan: BatchPlan) -> None:
         if self.writer is None:
             return
-        wanted = [u for u in (*plan.packs.tolist(), *plan.unit_reads.tolist())]
+        wanted = plan.packs.tolist() + plan.unit_reads.tolist()
         fresh = [u for u in dict.fromkeys(wanted) if u not in self._written]
         if fresh:
             layout = self._system.policy.layout
@@ -376,14 +376,14 @@ class HotsetLoader:
         self._packer: PackageWriter | None = None
         unit_layout: UnitLayout | None = data.layout
         if caps.packs:
-            self._packer = PackageWriter(
+            self._packer = PackageWriter.for_policy(
+                self.system.policy,
                 data.store,
                 keys=manifest.keys,
                 hashes=manifest.hashes,
                 sizes=sizes,
-                prefix=run_prefix("loader"),
+                label="loader",
             )
-            self.system.policy.layout.prefix = self._packer.prefix  # type: ignore[union-attr]
             unit_layout = PackageFiles(n, prefix=self._packer.prefix)
         if readahead_bytes is None:
             # A policy that may serve another id in place of a miss, or reads whole
