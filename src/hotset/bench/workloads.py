@@ -27,10 +27,11 @@ PACK_SHUFFLE_SEED = 0
 
 
 def needs_chunks(systems: Sequence[str]) -> bool:
-    """Whether any of ``systems`` (specs allowed) reads whole chunks."""
+    """Whether any of ``systems`` (specs allowed) reads whole chunks, or loads them ahead."""
     from hotset.systems.registry import capabilities_of, parse_system
 
-    return any(capabilities_of(parse_system(s)[0]).reads_units for s in systems)
+    caps = [capabilities_of(parse_system(s)[0]) for s in systems]
+    return any(c.reads_units or c.loads for c in caps)
 
 
 def workload_dir(

@@ -41,6 +41,15 @@ class Capabilities:
     #: asks, before each epoch's draw, for the losses of some samples from a forward
     #: pass (``Policy.to_evaluate``; ImPACT's re-evaluation of the set S)
     evaluates: bool = False
+    #: reads read units (or single samples) into its cache after a batch's accesses,
+    #: ahead of the requests they will serve (``Policy.background`` loads of the
+    #: dataset's own units; Quiver's double-buffered chunk loading, FAST'20 §5.1)
+    loads: bool = False
+
+    @property
+    def backgrounds(self) -> bool:
+        """Whether a driver asks ``Policy.background`` after each batch."""
+        return self.packs or self.loads
 
     @property
     def uses_budget(self) -> bool:
@@ -66,6 +75,7 @@ class Capabilities:
                 "plans_world",
                 "packs",
                 "evaluates",
+                "loads",
             )
             if getattr(self, name)
         ]

@@ -100,7 +100,12 @@ class _Keys(Sequence[str]):
 
 @dataclass(frozen=True)
 class Load:
-    """A package read into the cache: its members admitted after ``evicted`` left."""
+    """A unit read into the cache: its members admitted after ``evicted`` left.
+
+    ``unit`` is a unit of the policy's layout (a package, or a chunk of the data
+    set's layout); ``-1`` reads the ``admitted`` samples alone, one request each
+    (a policy loading ahead on a data set without a chunk layout).
+    """
 
     unit: int
     admitted: tuple[int, ...]
@@ -109,10 +114,15 @@ class Load:
 
 @dataclass(frozen=True)
 class Background:
-    """What a packing policy asks after a batch: packages to write, then packages to load."""
+    """What a policy asks after a batch: packages to write, ids to evict, units to load.
+
+    ``evicted`` leave the cache before any load (a chunk released when its
+    successor is in, FAST'20 §5.1); each load's own ``evicted`` follow.
+    """
 
     packs: tuple[int, ...] = ()
     loads: tuple[Load, ...] = ()
+    evicted: tuple[int, ...] = ()
 
 
 class PackageSet:

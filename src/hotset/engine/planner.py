@@ -92,8 +92,8 @@ class Planner:
         self._uniform = not caps.caches
         #: the policy names units to prefetch after each batch (asked only then)
         self._prefetching = caps.prefetches
-        #: the policy writes and loads packages after each batch (asked only then)
-        self._packing = caps.packs
+        #: the policy writes packages or loads units after each batch (asked only then)
+        self._packing = caps.backgrounds
         self.seq = 0  # seq of the last planned batch
         self.evaluated = 0  # ids re-evaluated before this epoch's draw
         self.generation = 0
@@ -256,14 +256,19 @@ class Planner:
         )
 
     def _background(self, d: Decided) -> tuple[IntArray, int, int]:
-        """Add a packing policy's package loads to the batch; (packs, their reads, bytes).
+        """Add a policy's background evictions and loads to the batch; (packs, their reads, bytes).
 
-        A load reads one package in this batch's plan and admits its members after
-        its evictions, in decision order after every request of the batch.
+        The evictions come first; then a load reads one unit (a package, or a chunk
+        of the data set's layout) in this batch's plan, or its samples alone
+        (``unit == -1``), and admits its members after its own evictions, in
+        decision order after every request of the batch.
         """
         policy = self.system.policy
         bg = policy.background()
         last_op = d.last_op
+        for e in bg.evicted:
+            d.evicted.append(e)
+            last_op[e] = False
         for load in bg.loads:
             for e in load.evicted:
                 d.evicted.append(e)
@@ -271,9 +276,13 @@ class Planner:
             for a in load.admitted:
                 d.admitted.append(a)
                 last_op[a] = True
-            d.unit_reads[int(load.unit)] = None
-        if bg.loads:
-            d.uses_units = True
+            if load.unit < 0:
+                for a in load.admitted:
+                    if a not in d.reads:
+                        d.reads[a] = None
+            else:
+                d.unit_reads[int(load.unit)] = None
+                d.uses_units = True
         if not bg.packs:
             return _EMPTY, 0, 0
         layout = policy.layout
@@ -293,7 +302,7 @@ class Planner:
         """
         counts = EpochCounts()
         caps = self.system.capabilities
-        if caps.reads_units or caps.prefetches or caps.packs or self.feedback.queue:
+        if caps.reads_units or caps.prefetches or caps.backgrounds or self.feedback.queue:
             for plan in self.plans():
                 counts.add_plan(plan)
             return counts

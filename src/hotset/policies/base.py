@@ -188,9 +188,10 @@ class Policy(ABC):
         return ()
 
     def background(self) -> Background:
-        """Packages to write now and packages to load now; asked after each batch's accesses.
+        """Packages to write, ids to evict and units to load now; asked after each batch's accesses.
 
-        Only policies declaring ``capabilities.packs`` are asked. A load's members
+        Only policies declaring ``capabilities.packs`` or ``capabilities.loads`` are
+        asked. A load's members
         are admitted in this batch's plan (after its evictions) and may be served
         from the cache by later batches, never by the batch that loads them.
         """

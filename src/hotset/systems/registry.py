@@ -28,6 +28,7 @@ _MODULES: list[str] = [
     "hotset.systems.brand",
     "hotset.systems.icache",
     "hotset.systems.impact",
+    "hotset.systems.quiver",
 ]
 
 

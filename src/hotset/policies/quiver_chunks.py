@@ -1,0 +1,104 @@
+"""Quiver's logical chunks (FAST'20 §5.1): the digest cut into striped partitions.
+
+Quiver caches a data set that does not fit two chunks at a time: while the jobs
+consume chunk ``k`` from the cache, chunk ``k + 1`` is loaded (double
+buffering). A chunk must be a random-looking slice of the data (a data set
+sorted by length would otherwise put all short items in the first chunk), so it
+is a *stripe*: the load units are cut into ``K`` contiguous partitions, each
+partition into ``K`` stripe units, and chunk ``j`` stitches stripe unit ``j`` of
+every partition.
+
+A *load unit* is what one storage request brings: a chunk of the data set's
+layout (``hotset data pack``, many samples per request) or, without a layout, a
+single sample. ``K`` follows from the budget: two chunks must fit, so a chunk
+holds at most half of it (the paper's "10% of the data set" is the case of a
+20% cache); a budget holding the whole data set is one chunk, never evicted.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.engine.units import UnitLayout
+from hotset.errors import HotsetError
+from hotset.policies.base import Budget
+
+IntArray = npt.NDArray[np.int64]
+
+
+def stripe_of(n_units: int, k: int) -> IntArray:
+    """Logical chunk of each load unit: stripe ``(u mod P) * k // P`` of partitions of ``P``.
+
+    A partition of fewer than ``k`` units cannot be cut into ``k`` stripe units;
+    then each unit is its own stripe unit (chunk ``u mod k``), still one per
+    partition of ``k`` consecutive units.
+    """
+    if k < 1 or n_units < 1:
+        raise HotsetError(f"striped chunks: need k >= 1 and units >= 1, got k={k}, {n_units}")
+    part = math.ceil(n_units / k)
+    u = np.arange(n_units, dtype=np.int64)
+    if part < k:
+        return u % k
+    return (u % part) * k // part
+
+
+class StripedChunks:
+    """Load units, their members and bytes, and the ``K`` striped chunks over them."""
+
+    def __init__(self, budget: Budget, layout: UnitLayout | None, n: int) -> None:
+        sizes = (
+            np.ones(n, dtype=np.int64)
+            if budget.sizes is None
+            else np.asarray(budget.sizes, dtype=np.int64)[:n]
+        )
+        if layout is None:
+            self.members: list[list[int]] = [[i] for i in range(n)]
+            #: the unit a sample is read in (-1: alone, its own load unit)
+            self.unit_ids: list[int] = [-1] * n
+            self.load_of: IntArray = np.arange(n, dtype=np.int64)
+        else:
+            self.members = [[int(i) for i in layout.members(c)] for c in range(layout.n_chunks)]
+            self.unit_ids = list(range(layout.n_chunks))
+            self.load_of = np.asarray(layout.chunk_of, dtype=np.int64)
+        self.unit_bytes = [int(sizes[m].sum()) if m else 0 for m in self.members]
+        self.unit_items = [len(m) for m in self.members]
+        self.k = self._count(budget, sizes)
+        self.chunk_of_unit = stripe_of(len(self.members), self.k)
+        self.units_of: list[list[int]] = [[] for _ in range(self.k)]
+        for u, c in enumerate(self.chunk_of_unit.tolist()):
+            self.units_of[c].append(u)
+        self.chunk_bytes = [sum(self.unit_bytes[u] for u in us) for us in self.units_of]
+
+    def _count(self, budget: Budget, sizes: IntArray) -> int:
+        """The fewest chunks of which any two fit the budget (1: the whole data set fits)."""
+        total_b, total_i = int(sizes.sum()), len(sizes)
+        if budget.fits(total_b, total_i):
+            return 1
+        n_units = len(self.members)
+        cap_b = budget.capacity_bytes
+        cap_i = budget.capacity_items
+        half = min(
+            math.inf if cap_b is None else cap_b / 2, math.inf if cap_i is None else cap_i / 2
+        )
+        per = total_b if cap_b is not None else total_i
+        k = max(2, math.ceil(per / max(half, 1)))
+        while k < n_units:
+            chunks = stripe_of(n_units, k)
+            b = np.bincount(chunks, weights=self.unit_bytes, minlength=k)
+            i = np.bincount(chunks, weights=self.unit_items, minlength=k)
+            top = np.argsort(-b if cap_b is not None else -i)[:2]
+            if budget.fits(int(b[top].sum()), int(i[top].sum())):
+                return k
+            k = max(k + 1, int(k * 1.2))
+        return n_units  # a unit a chunk: the policy loads what fits
+
+    def unit_of(self, sid: int) -> int:
+        """The load unit holding ``sid``."""
+        return int(self.load_of[sid])
+
+    def read_unit(self, u: int) -> int:
+        """The engine's unit id for load unit ``u`` (-1: a sample read alone)."""
+        return self.unit_ids[u]
