@@ -30,11 +30,14 @@ IntArray = npt.NDArray[np.int64]
 
 
 def stripe_of(n_units: int, k: int) -> IntArray:
-    """Logical chunk of each load unit: stripe ``(u mod P) * k // P`` of partitions of ``P``.
+    """Logical chunk of each load unit: one stripe unit of every partition of ``P`` units.
 
-    A partition of fewer than ``k`` units cannot be cut into ``k`` stripe units;
-    then each unit is its own stripe unit (chunk ``u mod k``), still one per
-    partition of ``k`` consecutive units.
+    Partition ``p`` (units ``p*P .. p*P + P - 1``) is cut into ``k`` contiguous
+    stripe units; stripe unit ``j`` goes to chunk ``(j + p) mod k``. The rotation
+    evens the chunks out when ``k`` does not divide ``P`` (stripe units of 2 and 3
+    units would otherwise always land in the same chunks). A partition of fewer
+    than ``k`` units cannot be cut into ``k`` stripe units; then each unit is its
+    own stripe unit (chunk ``u mod k``).
     """
     if k < 1 or n_units < 1:
         raise HotsetError(f"striped chunks: need k >= 1 and units >= 1, got k={k}, {n_units}")
@@ -42,7 +45,7 @@ def stripe_of(n_units: int, k: int) -> IntArray:
     u = np.arange(n_units, dtype=np.int64)
     if part < k:
         return u % k
-    return (u % part) * k // part
+    return ((u % part) * k // part + u // part) % k
 
 
 class StripedChunks:
