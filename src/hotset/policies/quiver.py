@@ -11,7 +11,8 @@ at the pace the consumption needs. A request is served by
 3. else, nothing cached is unused (the co-operative miss of Algorithm 1): a unit
    of the chunk being loaded is read now and admitted, and its earliest-planned
    unused member is served (MISS); with no chunk loading, the requested id (or,
-   if it was used already, the earliest pending one) is read alone.
+   if it was used already, the earliest pending one) is read alone (a packed
+   data set keeps its per-sample files).
 
 Every request serves an id not used yet this epoch, and there are as many
 requests as ids in the planned order, so each sample is trained exactly once per
@@ -55,11 +56,20 @@ class Quiver(Policy):
     name: ClassVar[str] = "quiver"
     capabilities: ClassVar[Capabilities] = Capabilities(substitutes=True, loads=True)
 
-    def __init__(self, budget: Budget, *, seed: int = 0, batch_size: int = 128) -> None:
+    def __init__(
+        self, budget: Budget, *, seed: int = 0, batch_size: int = 128, probe: int = 0
+    ) -> None:
         super().__init__(budget, seed=seed)
         if batch_size < 1:
             raise HotsetError(f"quiver: batch_size must be >= 1, got {batch_size}")
+        if isinstance(probe, bool) or not isinstance(probe, int) or probe < 0:
+            raise HotsetError(f"quiver: probe must be a number of batches >= 0, got {probe!r}")
         self.batch_size = int(batch_size)
+        #: the job's first ``probe`` batches are planned as if the cache rejected every
+        #: lookup (§5.3): each request read from storage, nothing cached, so a driver
+        #: can time mini-batches without the cache and then with it
+        self.probe = int(probe)
+        self.batches_done = 0
         self.chunks: StripedChunks | None = None
         self._resident: set[int] = set()
         #: chunks in the cache, oldest first: [chunk, cycle number] (at most two)
@@ -157,7 +167,8 @@ class Quiver(Policy):
         at least two batches of unused samples cached at any time.
         """
         chunks = self.chunks
-        if chunks is None:
+        self.batches_done += 1
+        if chunks is None or self.probing_next(0):
             return Background()
         evicted = self._advance(chunks)
         loads: list[Load] = []
@@ -173,6 +184,10 @@ class Quiver(Policy):
             self._queue.pop(0)
             loads.append(load)
         return Background(loads=tuple(loads), evicted=tuple(evicted))
+
+    def probing_next(self, ahead: int = 0) -> bool:
+        """Whether batch ``batches_done + ahead`` of the job is a probe batch (no cache)."""
+        return self.batches_done + ahead < self.probe
 
     def _advance(self, chunks: StripedChunks) -> list[int]:
         """Release the older chunk once consumed (if its successor is in or cannot load
@@ -235,6 +250,10 @@ class Quiver(Policy):
         self._at += 1
         if not self._planned:
             return self._unplanned(sid)
+        if self.probing_next():
+            target = sid if not self._used[sid] else self._earliest_unused()
+            target = sid if target is None else target
+            return self._serve(sid, Outcome.MISS, target, at)  # read alone, as without hotset
         if not self._used[sid] and sid in self._resident:
             return self._serve(sid, Outcome.HIT, sid, at)
         heap, used, resident = self._heap, self._used, self._resident
@@ -304,8 +323,8 @@ class Quiver(Policy):
         target = sid if not used[sid] else self._earliest_unused()
         if target is None:  # every planned id used (an id planned twice): serve it again
             target = sid
-        u = chunks.unit_of(target)
-        return self._serve(sid, Outcome.MISS, target, at, evicted=gone, unit=chunks.read_unit(u))
+        # read alone: its unit's other members would not be admitted (their chunk is not due)
+        return self._serve(sid, Outcome.MISS, target, at, evicted=gone)
 
     # -- state --------------------------------------------------------------------------
     def __contains__(self, sid: object) -> bool:
@@ -325,6 +344,7 @@ class Quiver(Policy):
             "released_chunks": self.released_chunks,
             "displacement_mean": self.displacement_sum / max(1, self.served_count),
             "displacement_max": self.displacement_max,
+            "probe_batches": min(self.probe, self.batches_done),
         }
 
     def state_dict(self) -> dict[str, Any]:
@@ -334,6 +354,7 @@ class Quiver(Policy):
             "steps": list(self._steps),
             "queue": list(self._queue),
             "next_step": self._next_step,
+            "batches_done": self.batches_done,
             "counters": [
                 self.loaded_units,
                 self.loaded_bytes,
@@ -359,6 +380,7 @@ class Quiver(Policy):
         self._steps = [int(c) for c in state["steps"]]
         self._queue = [int(u) for u in state["queue"]]
         self._next_step = int(state["next_step"])
+        self.batches_done = int(state.get("batches_done", 0))
         (
             self.loaded_units,
             self.loaded_bytes,

@@ -25,12 +25,17 @@ from hotset.systems.base import System, SystemSpec, with_defaults
 def build_quiver(
     *, n: int, budget: Budget, seed: int, batch_size: int = 128, **options: Any
 ) -> System:
-    """Quiver: random order, substitutable hits, double-buffered striped chunks."""
-    with_defaults("quiver", options, {})
+    """Quiver: random order, substitutable hits, double-buffered striped chunks.
+
+    ``probe=N`` plans the job's first N batches without the cache (every request a
+    storage read), so their mini-batch times against the next N measure what the
+    cache is worth to the job (§5.3; :mod:`hotset.policies.quiver_placement`).
+    """
+    opts = with_defaults("quiver", options, {"probe": 0})
     return System(
         name="quiver",
         sampler=RandomSampler(n, seed=seed),
-        policy=Quiver(budget, seed=seed, batch_size=batch_size),
+        policy=Quiver(budget, seed=seed, batch_size=batch_size, probe=opts["probe"]),
         table=ImportanceTable(n),
         options={"batch_size": batch_size},
     )
