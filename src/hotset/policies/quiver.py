@@ -5,9 +5,11 @@ the one the job consumes and the next, loaded in the background after each batch
 at the pace the consumption needs. A request is served by
 
 1. the requested id itself if it is cached and not yet used this epoch (HIT);
-2. else the cached, unused id planned earliest (SUBSTITUTION: the order changes,
-   the requested id stays *pending* and comes back in a later pass, when its chunk
-   is in);
+2. else the cached, unused id planned earliest in the oldest chunk that has one
+   (SUBSTITUTION: the order changes, the requested id stays *pending* and comes
+   back in a later pass, when its chunk is in); consuming the older chunk first
+   lets it be released as soon as the next one is in (Algorithm 1's current
+   chunk);
 3. else, nothing cached is unused (the co-operative miss of Algorithm 1): a unit
    of the chunk being loaded is read now and admitted, and its earliest-planned
    unused member is served (MISS); with no chunk loading, the requested id (or,
@@ -80,7 +82,8 @@ class Quiver(Policy):
         # the epoch: planned position of each id, used flags, unused residents by position
         self._pos: IntArray = np.zeros(0, dtype=np.int64)
         self._used = bytearray()
-        self._heap: list[tuple[int, int]] = []
+        #: per chunk, its unused residents by planned position (lazy: stale entries skipped)
+        self._heaps: dict[int, list[tuple[int, int]]] = {}
         self._order: list[int] = []
         self._head = 0
         self._at = 0
@@ -131,11 +134,15 @@ class Quiver(Policy):
             first = np.unique(arr, return_index=True)
             self._pos[first[0]] = first[1]
         pos = self._pos
-        self._heap = [(int(pos[s]), s) for s in self._resident if pos[s] >= 0]
-        heapq.heapify(self._heap)
+        self._heaps = {}
         self._unused = [0] * chunks.k
-        for _, s in self._heap:
-            self._unused[self._chunk_of(s)] += 1
+        for s in sorted(self._resident):
+            if pos[s] >= 0:
+                c = self._chunk_of(s)
+                self._heaps.setdefault(c, []).append((int(pos[s]), s))
+                self._unused[c] += 1
+        for heap in self._heaps.values():
+            heapq.heapify(heap)
         if not self._cycle:
             self._start_next(chunks)
 
@@ -170,19 +177,24 @@ class Quiver(Policy):
         self.batches_done += 1
         if chunks is None or self.probing_next(0):
             return Background()
-        evicted = self._advance(chunks)
+        evicted: list[int] = []
         loads: list[Load] = []
-        pace = 0
-        if len(self._cycle) == 2 and self._queue:
-            batches_left = max(1, self._unused[self._cycle[0]] // self.batch_size)
-            pace = math.ceil(len(self._queue) / batches_left)
         ahead = 2 * self.batch_size
-        while self._queue and (len(loads) < pace or sum(self._unused) < ahead):
-            load = self._load(chunks, self._queue[0])
-            if load is None:
+        for _ in range(2):  # a chunk consumed while its successor loaded goes at once
+            evicted += self._advance(chunks)
+            pace = 0
+            if len(self._cycle) == 2 and self._queue:
+                batches_left = max(1, self._unused[self._cycle[0]] // self.batch_size)
+                pace = math.ceil(len(self._queue) / batches_left)
+            done = len(loads)
+            while self._queue and (len(loads) - done < pace or sum(self._unused) < ahead):
+                load = self._load(chunks, self._queue[0])
+                if load is None:
+                    break
+                self._queue.pop(0)
+                loads.append(load)
+            if sum(self._unused) >= ahead or self._unused[self._cycle[0]] or self._queue:
                 break
-            self._queue.pop(0)
-            loads.append(load)
         return Background(loads=tuple(loads), evicted=tuple(evicted))
 
     def probing_next(self, ahead: int = 0) -> bool:
@@ -231,8 +243,9 @@ class Quiver(Policy):
         self.used_bytes += self.budget.size_of(sid)
         self.used_items += 1
         if self._counts(sid):
-            heapq.heappush(self._heap, (int(self._pos[sid]), sid))
-            self._unused[self._chunk_of(sid)] += 1
+            c = self._chunk_of(sid)
+            heapq.heappush(self._heaps.setdefault(c, []), (int(self._pos[sid]), sid))
+            self._unused[c] += 1
 
     def _evict(self, sid: int) -> None:
         self._resident.discard(sid)
@@ -256,11 +269,13 @@ class Quiver(Policy):
             return self._serve(sid, Outcome.MISS, target, at)  # read alone, as without hotset
         if not self._used[sid] and sid in self._resident:
             return self._serve(sid, Outcome.HIT, sid, at)
-        heap, used, resident = self._heap, self._used, self._resident
-        while heap and (used[heap[0][1]] or heap[0][1] not in resident):
-            heapq.heappop(heap)
-        if heap:
-            return self._serve(sid, Outcome.SUBSTITUTION, heap[0][1], at)
+        used, resident = self._used, self._resident
+        for c in self._cycle:  # the oldest chunk first, so that it is consumed and released
+            heap = self._heaps.get(c)
+            while heap and (used[heap[0][1]] or heap[0][1] not in resident):
+                heapq.heappop(heap)
+            if heap:
+                return self._serve(sid, Outcome.SUBSTITUTION, heap[0][1], at)
         return self._cooperative_miss(sid, at)
 
     def _unplanned(self, sid: int) -> Decision:
