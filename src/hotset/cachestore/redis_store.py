@@ -7,6 +7,9 @@ dataset share entries. Values are the original sample bytes, unchanged. The id i
 in the key too, so two samples with identical bytes are two entries: the policy
 that evicts one still finds the other where it left it.
 
+A job with a digest keys entries by content instead, ``hotset:<namespace>:b2:<BLAKE2b-256>``
+(:mod:`hotset.cachestore.capability`, a subclass that only changes :meth:`RedisCache.redis_key`).
+
 Round trips. Every batch is pipelined: a get is one ``GET`` per key, all sent in
 one round trip (per node for a cluster, nodes served concurrently); there is no
 existence check before the read. On a single server a put is one ``EVALSHA`` of
@@ -268,22 +271,8 @@ def _split_timeouts(url: str) -> tuple[str, dict[str, str]]:
     return urllib.parse.urlunsplit(parts._replace(query=rest)), found
 
 
-def _reopen(
-    spec: str | list[str],
-    namespace: str,
-    capacity: int,
-    verify: bool,
-    socket_timeout: float = SOCKET_TIMEOUT_SECONDS,
-    socket_connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
-) -> RedisCache:
-    return RedisCache(
-        spec,
-        namespace=namespace,
-        capacity_bytes=capacity,
-        verify=verify,
-        socket_timeout=socket_timeout,
-        socket_connect_timeout=socket_connect_timeout,
-    )
+def _reopen_as(cls: type[RedisCache], spec: str | list[str], options: dict[str, Any]) -> RedisCache:
+    return cls(spec, **options)
 
 
 class RedisCache:
@@ -433,19 +422,23 @@ class RedisCache:
         checked = check_cache_key(key)
         return f"{self._prefix}{checked.sample_id}:{checked.content_hash}"
 
+    def reopen_options(self) -> dict[str, Any]:
+        """The keyword arguments that open this handle again in another process.
+
+        A subclass adds its own (:class:`~hotset.cachestore.capability.CapabilityRedisCache`
+        its digest), so pickling works for it without a reduce of its own.
+        """
+        return {
+            "namespace": self._namespace,
+            "capacity_bytes": self._capacity,
+            "verify": self._verify,
+            "socket_timeout": self._socket_timeout,
+            "socket_connect_timeout": self._connect_timeout,
+        }
+
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # Workers reconnect on their own; connections never cross a process boundary.
-        return (
-            _reopen,
-            (
-                self._spec,
-                self._namespace,
-                self._capacity,
-                self._verify,
-                self._socket_timeout,
-                self._connect_timeout,
-            ),
-        )
+        return (_reopen_as, (type(self), self._spec, self.reopen_options()))
 
     def __repr__(self) -> str:
         return (

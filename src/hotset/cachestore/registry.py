@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from hotset.cachestore.base import CacheStore
 from hotset.errors import HotsetError
 from hotset.units import parse_bytes
+
+if TYPE_CHECKING:
+    from hotset.data.digest import Digest
 
 __all__ = ["EMBEDDED_SPECS", "open_cache", "parse_cache_spec"]
 
@@ -29,6 +33,7 @@ def open_cache(
     verify: bool = False,
     socket_timeout: float | None = None,
     socket_connect_timeout: float | None = None,
+    digest: Digest | None = None,
 ) -> CacheStore:
     """A cache store for ``spec`` holding at most ``capacity_bytes`` of payload.
 
@@ -39,10 +44,20 @@ def open_cache(
     Redis call may hang before it fails and the loader serves from storage; left
     out, the URL's query (``?socket_timeout=0.5``) or the Redis defaults apply.
     The embedded cache has no server to wait for and ignores them.
+
+    ``digest`` (a Redis cache only) keys entries by the BLAKE2b of their content
+    (:mod:`hotset.cachestore.capability`). The embedded cache refuses one: it is
+    private to one loader, so content addressing would share nothing.
     """
     capacity = parse_bytes(capacity_bytes, name="capacity_bytes")
     parse_cache_spec(spec)  # a malformed spec fails here, before any connection is tried
     if isinstance(spec, str) and spec.strip().lower() in EMBEDDED_SPECS:
+        if digest is not None:
+            raise HotsetError(
+                f"cache {spec!r} with a digest: the embedded cache is private to one loader, "
+                "so content-addressed sharing has nobody to share with; give a Redis cache "
+                "(cache='redis://host:port/0', cache_bytes=..., namespace=...) or leave out digest"
+            )
         from hotset.cachestore.shm import SharedMemoryCache
 
         return SharedMemoryCache(capacity, n_slots=n_slots, verify=verify)
@@ -51,6 +66,18 @@ def open_cache(
     if is_redis_spec(spec):
         from hotset.cachestore.redis_store import RedisCache
 
+        if digest is not None:
+            from hotset.cachestore.capability import CapabilityRedisCache
+
+            return CapabilityRedisCache(
+                spec,
+                digest=digest,
+                namespace=namespace,
+                capacity_bytes=capacity,
+                verify=verify,
+                socket_timeout=socket_timeout,
+                socket_connect_timeout=socket_connect_timeout,
+            )
         return RedisCache(
             spec,
             namespace=namespace,

@@ -17,6 +17,15 @@ identity, :meth:`~hotset.data.manifest.Manifest.identity`):
   ``capacity_bytes``, and a put refused because other jobs filled it is
   skipped and counted by the loader, not raised (:mod:`hotset.torch.fetch`).
 
+With a digest (content addressing, :mod:`hotset.cachestore.capability`) the data
+set's identity is not part of a shared namespace: ``share="sweep-1"`` is
+``sweep-1@content``. Entries are keyed by the BLAKE2b of their bytes, so jobs
+on different data sets can use one namespace and one budget, each reaching only
+the entries whose capabilities its digest holds, and jobs on copies of the same
+content (other file names, other ids) share entries. The ``@content`` suffix
+keeps such a namespace apart from the id-keyed ``sweep-1@<identity>`` ones: the
+two key schemes never meet in one namespace.
+
 The embedded shared-memory cache is private to one loader by construction (a
 new segment per cache) and needs none of this: its session holds no lease.
 """
@@ -29,14 +38,26 @@ import secrets
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hotset.cachestore.base import CacheStore
 from hotset.cachestore.redis_leases import LEASE_TTL_S, Lease, collect, unregister
 from hotset.cachestore.registry import open_cache, parse_cache_spec
 from hotset.errors import HotsetError
 
-__all__ = ["CacheSession", "check_share_key", "drop_namespace", "namespace_for"]
+if TYPE_CHECKING:
+    from hotset.data.digest import Digest
+
+__all__ = [
+    "CONTENT_SCOPE",
+    "CacheSession",
+    "check_share_key",
+    "drop_namespace",
+    "namespace_for",
+]
+
+#: what follows the '@' of a shared namespace keyed by content (a digest's job)
+CONTENT_SCOPE = "content"
 
 
 #: a sharing key: what a Redis namespace allows, less '@' (it separates the identity)
@@ -53,11 +74,17 @@ def check_share_key(share: object) -> str | None:
     return share
 
 
-def namespace_for(*, share: str | None, dataset_id: str, rank: int) -> str:
-    """The namespace a job uses: ``<share>@<dataset>`` shared, or a new private one."""
+def namespace_for(
+    *, share: str | None, dataset_id: str, rank: int, content_addressed: bool = False
+) -> str:
+    """The namespace a job uses: ``<share>@<dataset>`` shared, or a new private one.
+
+    ``content_addressed`` (a job with a digest): ``<share>@content``, for any data
+    set, since the keys themselves say whose content an entry is.
+    """
     if share is None:
         return f"p-{dataset_id[:12]}-{secrets.token_hex(6)}-r{rank}"
-    return f"{check_share_key(share)}@{dataset_id}"
+    return f"{check_share_key(share)}@{CONTENT_SCOPE if content_addressed else dataset_id}"
 
 
 def drop_namespace(spec: str | Sequence[str], name: str) -> None:
@@ -91,14 +118,18 @@ class CacheSession:
         share: str | None,
         rank: int,
         lease_ttl_s: float = LEASE_TTL_S,
+        digest: Digest | None = None,
         **cache_options: Any,
     ) -> CacheSession:
-        namespace = namespace_for(share=share, dataset_id=dataset_id, rank=rank)
+        namespace = namespace_for(
+            share=share, dataset_id=dataset_id, rank=rank, content_addressed=digest is not None
+        )
         cache = open_cache(
             spec,
             capacity_bytes=capacity_bytes,
             namespace=namespace,
             n_slots=n_slots,
+            digest=digest,
             **cache_options,
         )
         session = cls(cache=cache, namespace=namespace, shared=share is not None)

@@ -1,4 +1,4 @@
-"""``hotset data``: make, import, verify and pack datasets."""
+"""``hotset data``: make, import, verify, digest and pack datasets."""
 
 from __future__ import annotations
 
@@ -149,6 +149,46 @@ def verify(dataset: str, quiet: bool) -> None:
     if not result.ok:
         # a plain SystemExit: click's non-standalone mode would swallow ctx.exit(1)
         sys.exit(1)
+
+
+@data.command("digest")
+@click.argument("dataset", type=click.Path())
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Digest file to write. Default: DATASET/digest.json.",
+)
+@click.option("--workers", default=4, show_default=True, type=int, help="Concurrent reads.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def digest(dataset: str, out: str | None, workers: int, quiet: bool) -> None:
+    """Hash every sample (and chunk) with BLAKE2b-256: the capabilities of a shared cache.
+
+    A loader given the digest (``digest=``) addresses a Redis cache by content,
+    so jobs on copies of the same data share entries and others cannot form
+    their keys (see hotset.data.digest for the format).
+    """
+    from hotset.data import open_dataset
+    from hotset.data.chunks import load_layout
+    from hotset.data.digest import compute_digest, default_digest_path, write_digest
+    from hotset.errors import HotsetError
+
+    if workers < 1:
+        raise HotsetError(f"--workers must be a positive integer, got {workers!r}")
+    target = out if out is not None else default_digest_path(dataset)
+    manifest, store = open_dataset(dataset)
+    layout = load_layout(dataset, manifest=manifest)
+    made = compute_digest(
+        manifest,
+        store,
+        unit_keys=() if layout is None else layout.chunk_keys,
+        unit_hashes=() if layout is None else layout.chunk_hashes,
+        progress=not quiet,
+        workers=workers,
+    )
+    path = write_digest(made, target)
+    chunks = f" and {made.units} chunks" if made.units else ""
+    click.echo(f"digest of {made.count} samples{chunks} -> {path}")
 
 
 @data.command("pack")

@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import os
 import threading
 import time
 import warnings
@@ -60,6 +61,7 @@ from torch.utils.data import Sampler
 from hotset.cachestore.base import CacheStore
 from hotset.cachestore.redis_leases import LEASE_TTL_S
 from hotset.cachestore.session import CacheSession, check_share_key
+from hotset.data.digest import Digest, digest_for_job
 from hotset.data.package_writer import PackageWriter
 from hotset.engine.counters import Coverage
 from hotset.engine.feedback import Feedback
@@ -249,6 +251,7 @@ class HotsetLoader:
         world_size: int | None = None,
         system_options: Mapping[str, Any] | None = None,
         namespace: str | None = None,
+        digest: str | os.PathLike[str] | Digest | None = None,
         lease_ttl_s: float = LEASE_TTL_S,
         on_error: str = "raise",
         check_store: str = "auto",
@@ -415,6 +418,19 @@ class HotsetLoader:
             )
         if caching:
             check_budget(planned, sizes, batch_size)
+        job_digest: Digest | None = None
+        if digest is not None:  # content addressing (hotset.cachestore.capability)
+            if caps.packs:
+                raise HotsetError(
+                    f"digest with system {system!r}: its packages are built at run time, so "
+                    "no digest holds their capabilities; use a system that reads samples or chunks"
+                )
+            job_digest = digest_for_job(
+                digest,
+                manifest,
+                unit_hashes=() if data.layout is None else data.layout.chunk_hashes,
+                reads_units=caps.reads_units,
+            )
         check_manifest_matches_store(manifest, data.store, mode=check_store, seed=seed)
 
         self.data = data
@@ -440,6 +456,7 @@ class HotsetLoader:
                 share=namespace,
                 rank=rank,
                 lease_ttl_s=lease_ttl_s,
+                digest=job_digest,
                 # The fetcher re-hashes what the cache serves itself (with ``verify``), so
                 # that a poisoned entry is dropped and re-read instead of failing the
                 # batch; the store's own check would only raise, and hash puts again.
@@ -656,8 +673,9 @@ class HotsetLoader:
 
     @property
     def namespace(self) -> str | None:
-        """The cache's Redis namespace (``<key>@<data set identity>`` when shared, a
-        private one otherwise; keys are ``hotset:<namespace>:...``); None without one."""
+        """The cache's Redis namespace (``<key>@<data set identity>`` when shared,
+        ``<key>@content`` with a digest, a private one otherwise; keys are
+        ``hotset:<namespace>:...``); None without one."""
         return None if self._session is None else self._session.namespace
 
     def evaluate_with(self, fn: Callable[[Any, Any, Any], Any] | None) -> None:
@@ -1014,8 +1032,6 @@ class HotsetLoader:
 def as_hotset_dataset(data: Any, *, progress: bool = False) -> HotsetDataset:
     """``data`` as a :class:`HotsetDataset`: opened from a location, or a user's map-style
     Dataset wrapped (:func:`hotset.torch.user.from_dataset`, its items cached pickled)."""
-    import os
-
     from hotset.torch.user import from_dataset
 
     if isinstance(data, HotsetDataset):
@@ -1078,5 +1094,12 @@ def loader(
     ``lease_ttl_s / 3`` seconds (default 60 s); a killed job's private
     namespace is collected by the next loader on the server once its lease has
     lapsed, or by ``hotset cache gc --redis URL`` (:mod:`hotset.cachestore.session`).
+
+    ``digest`` (a Redis cache; a path written by ``hotset data digest`` or a
+    :class:`~hotset.data.digest.Digest`) keys the cache by the BLAKE2b of each
+    sample's bytes (:mod:`hotset.cachestore.capability`): a shared namespace is
+    then ``<key>@content`` whatever the data set, jobs on copies of the same
+    content share entries, and a job reaches only content its digest holds. A
+    digest made from other bytes is a :class:`~hotset.errors.HotsetError`.
     """
     return HotsetLoader(data, system=system, cache=cache, batch_size=batch_size, **options)
