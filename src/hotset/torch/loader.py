@@ -517,6 +517,8 @@ class HotsetLoader:
         self._next_epoch = 0
         self._epoch_set = False
         self._yielded = 0
+        #: seconds from the previous yield (or the epoch's first ask) to each batch's yield
+        self._batch_seconds: list[float] = []
         #: update() calls this epoch (a learning system without any fails clearly)
         self._updates = 0
         self._outstanding = np.zeros(n, dtype=np.int32)
@@ -723,6 +725,17 @@ class HotsetLoader:
         """Every decision of the current (or last) epoch, in planning order."""
         return self._planner.log
 
+    def batch_seconds(self) -> list[float]:
+        """Mini-batch times of the current (or last) epoch: seconds between yields.
+
+        A batch's time holds the training step that came before it and the wait
+        for its data, which is what a cache changes; the first also holds the
+        workers' start. Quiver's probe compares the batches a system planned
+        without the cache with the next ones (``quiver[probe=N]``;
+        :func:`hotset.policies.quiver_placement.probe_result`).
+        """
+        return list(self._batch_seconds)
+
     def close(self) -> None:
         """Stop workers and release the cache (the embedded one is unlinked)."""
         self._stop_iteration()
@@ -761,6 +774,7 @@ class HotsetLoader:
         self._planner.begin(epoch, rank=self.rank, world_size=self.world_size)
         self._status = "running"
         self._yielded = 0
+        self._batch_seconds = []
         self._updates = 0
         self._outstanding[:] = 0
         self._pending_val = None
@@ -898,6 +912,7 @@ class HotsetLoader:
                 file=sys.stderr,
             )
         wall_start = time.perf_counter() - stats.wall_seconds
+        last_yield = time.perf_counter()
         try:
             while True:
                 t0 = time.perf_counter()
@@ -926,6 +941,9 @@ class HotsetLoader:
                 stats.wall_seconds = time.perf_counter() - wall_start
                 if len(served) == 0:
                     continue  # on_error="skip" left nothing of it: no empty batch to train on
+                now = time.perf_counter()
+                self._batch_seconds.append(now - last_yield)
+                last_yield = now
                 yield x, y, ids, w
             stats.wall_seconds = time.perf_counter() - wall_start
             stats.finished = True
