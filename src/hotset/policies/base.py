@@ -124,6 +124,19 @@ class Budget:
         return self.fits(self.size_of(sid), 1)
 
 
+@dataclass(frozen=True)
+class EvictionGroups:
+    """Ids a cache shared by several jobs evicts together (Quiver's chunks, FAST'20 §5.1).
+
+    ``groups[i]`` is id ``i``'s group (-1: none). In a shared namespace a group's
+    entries are deleted once every job that put them has released them, or
+    ``force_after_s`` seconds after the first release (:mod:`hotset.cachestore.chunk_refs`).
+    """
+
+    groups: IntArray
+    force_after_s: float
+
+
 class Policy(ABC):
     """Base class for cache policies. Subclasses implement :meth:`access`.
 
@@ -208,6 +221,10 @@ class Policy(ABC):
     def summary(self) -> dict[str, Any]:
         """What a report should say about this policy's own choices (JSON-ready; often empty)."""
         return {}
+
+    def eviction_groups(self) -> EvictionGroups | None:
+        """Groups of ids that jobs sharing one cache evict in concert; None: as planned."""
+        return None
 
     def regions(self) -> dict[str, tuple[int, int]]:
         """``{region: (used_bytes, capacity_bytes)}``; one region unless the policy splits.

@@ -46,7 +46,7 @@ from hotset.engine.capabilities import Capabilities
 from hotset.engine.packages import Background, Load
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
+from hotset.policies.base import Budget, Decision, EvictionGroups, IntArray, Outcome, Policy
 from hotset.policies.quiver_chunks import StripedChunks
 
 _SALT = 0x9017
@@ -59,14 +59,27 @@ class Quiver(Policy):
     capabilities: ClassVar[Capabilities] = Capabilities(substitutes=True, loads=True)
 
     def __init__(
-        self, budget: Budget, *, seed: int = 0, batch_size: int = 128, probe: int = 0
+        self,
+        budget: Budget,
+        *,
+        seed: int = 0,
+        batch_size: int = 128,
+        probe: int = 0,
+        evict_after_s: float = 30.0,
     ) -> None:
         super().__init__(budget, seed=seed)
         if batch_size < 1:
             raise HotsetError(f"quiver: batch_size must be >= 1, got {batch_size}")
         if isinstance(probe, bool) or not isinstance(probe, int) or probe < 0:
             raise HotsetError(f"quiver: probe must be a number of batches >= 0, got {probe!r}")
+        if isinstance(evict_after_s, bool) or not isinstance(evict_after_s, int | float):
+            raise HotsetError(f"quiver: evict_after_s must be seconds > 0, got {evict_after_s!r}")
+        if not evict_after_s > 0:
+            raise HotsetError(f"quiver: evict_after_s must be seconds > 0, got {evict_after_s!r}")
         self.batch_size = int(batch_size)
+        #: in a cache shared by jobs, a released chunk is evicted at the latest this long
+        #: after the first job released it, even if a slower job still uses it (§5.1)
+        self.evict_after_s = float(evict_after_s)
         #: the job's first ``probe`` batches are planned as if the cache rejected every
         #: lookup (§5.3): each request read from storage, nothing cached, so a driver
         #: can time mini-batches without the cache and then with it
@@ -347,6 +360,12 @@ class Quiver(Policy):
 
     def resident(self) -> frozenset[int]:
         return frozenset(self._resident)
+
+    def eviction_groups(self) -> EvictionGroups | None:
+        """Each id's chunk: jobs sharing a cache evict a chunk once all have released it."""
+        chunks = self._chunks(self._n(None))
+        groups = chunks.chunk_of_unit[chunks.load_of]
+        return EvictionGroups(np.asarray(groups, dtype=np.int64), self.evict_after_s)
 
     def summary(self) -> dict[str, Any]:
         chunks = self.chunks

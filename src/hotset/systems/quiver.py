@@ -30,12 +30,20 @@ def build_quiver(
     ``probe=N`` plans the job's first N batches without the cache (every request a
     storage read), so their mini-batch times against the next N measure what the
     cache is worth to the job (§5.3; :mod:`hotset.policies.quiver_placement`).
+    ``evict_after_s`` bounds how long a chunk one job released waits in a shared
+    cache for slower jobs still using it (§5.1's forced eviction).
     """
-    opts = with_defaults("quiver", options, {"probe": 0})
+    opts = with_defaults("quiver", options, {"probe": 0, "evict_after_s": 30.0})
     return System(
         name="quiver",
         sampler=RandomSampler(n, seed=seed),
-        policy=Quiver(budget, seed=seed, batch_size=batch_size, probe=opts["probe"]),
+        policy=Quiver(
+            budget,
+            seed=seed,
+            batch_size=batch_size,
+            probe=opts["probe"],
+            evict_after_s=opts["evict_after_s"],
+        ),
         table=ImportanceTable(n),
         options={"batch_size": batch_size},
     )

@@ -59,7 +59,9 @@ import numpy as np
 from torch.utils.data import Sampler
 
 from hotset.cachestore.base import CacheStore
+from hotset.cachestore.chunk_refs import ChunkRefs
 from hotset.cachestore.redis_leases import LEASE_TTL_S
+from hotset.cachestore.redis_store import RedisCache
 from hotset.cachestore.session import CacheSession, check_share_key
 from hotset.data.digest import Digest, digest_for_job
 from hotset.data.package_writer import PackageWriter
@@ -463,6 +465,12 @@ class HotsetLoader:
                 verify=False,
             )
             self.cache = self._session.cache
+            groups = self.system.policy.eviction_groups() if self._session.shared else None
+            if groups is not None and isinstance(self.cache, RedisCache):
+                # jobs sharing the namespace evict a group once all have released it
+                self.cache = ChunkRefs(
+                    self.cache, groups.groups, force_after_s=groups.force_after_s
+                )
         self._sequencer = Sequencer(context=multiprocessing_context)
         self._planner = Planner(
             self.system, n=n, batch_size=batch_size, lag=lag, drop_last=drop_last, sizes=sizes

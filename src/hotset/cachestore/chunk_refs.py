@@ -1,0 +1,210 @@
+"""Coordinated eviction of a shared cache (Quiver FAST'20 §5.1): ref, unref, evict.
+
+Several jobs consume the same chunks of one shared namespace at their own pace.
+A job done with a chunk plans its eviction, but another job may still be in its
+pass over that chunk: deleting the entries at once would turn that job's hits
+into storage reads. So a chunk is *marked* when a job releases it and *evicted*
+when every job that used it has released it, or, so that one slow job cannot
+hold the next chunk's load back for long, once ``force_after_s`` have passed
+since the first release.
+
+:class:`ChunkRefs` wraps the namespace's :class:`~hotset.cachestore.redis_store.RedisCache`
+(or its content-addressed subclass) for one job: a put of a chunk's members
+refs the chunk for the job (``SADD``), and a delete of them unrefs it; the
+entries are deleted only by the release that leaves no job holding the chunk,
+or by one past the forced-eviction time. One Lua script per chunk does the
+unref and the decision atomically, so two jobs releasing at once cannot both
+keep the entries. A deferred delete leaves the entries in the namespace's
+budget: this job's next puts may then be refused (counted, and read again when
+served), which is the paper's trade-off too (the third chunk waits).
+
+The ref keys live beside the namespace's entries, not under its prefix
+(``hotset-refs:{<namespace>:<chunk>}:...``, one hash slot per chunk for a
+cluster), so scans of the namespace never meet them; they expire on their own
+(``ttl_s``) when no job touches them.
+
+Which ids form a chunk is the policy's (``Policy.eviction_groups``); every job
+on one data set and budget computes the same groups. Ids outside any group
+(``-1``) and whole units cached under ``n + unit`` are deleted as planned.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.cachestore.base import CacheKey, CacheStats
+from hotset.cachestore.redis_store import RedisCache
+from hotset.errors import HotsetError
+
+__all__ = ["ChunkRefs"]
+
+# KEYS: the chunk's job set, its first-release time. ARGV: job, now, force_after_s, ttl_s.
+# Returns 1 when the entries are to be deleted now, 0 when they stay for other jobs.
+_RELEASE = """
+redis.call('SREM', KEYS[1], ARGV[1])
+if redis.call('SCARD', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[2])
+  return 1
+end
+local first = redis.call('GET', KEYS[2])
+if not first then
+  redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[4])
+  return 0
+end
+if tonumber(ARGV[2]) - tonumber(first) >= tonumber(ARGV[3]) then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  return 1
+end
+return 0
+"""
+
+
+class ChunkRefs:
+    """One job's handle on a shared namespace whose chunks are evicted in concert."""
+
+    def __init__(
+        self,
+        cache: RedisCache,
+        groups: npt.NDArray[np.int64],
+        *,
+        force_after_s: float,
+        job: str | None = None,
+        ttl_s: float = 600.0,
+    ) -> None:
+        if not isinstance(cache, RedisCache):
+            raise HotsetError(
+                f"coordinated eviction needs a Redis namespace shared by the jobs, got {cache!r}"
+            )
+        if not force_after_s > 0:
+            raise HotsetError(f"force_after_s must be > 0 seconds, got {force_after_s!r}")
+        if not ttl_s > force_after_s:
+            raise HotsetError(f"ttl_s must exceed force_after_s, got {ttl_s!r}")
+        self.cache = cache
+        self.groups = np.asarray(groups, dtype=np.int64)
+        self.force_after_s = float(force_after_s)
+        self.ttl_s = float(ttl_s)
+        self.job = job or secrets.token_hex(8)
+        #: deletes this handle left for other jobs (per process)
+        self.deferred = 0
+        #: chunks released but kept for other jobs: group -> (local release time, keys);
+        #: asked again at this handle's next write once ``force_after_s`` has passed
+        self._pending: dict[int, tuple[float, list[CacheKey]]] = {}
+        self._script: Any = cache.client.register_script(_RELEASE)
+
+    def _keys(self, group: int) -> tuple[str, str]:
+        base = f"hotset-refs:{{{self.cache.namespace}:{group}}}"
+        return f"{base}:jobs", f"{base}:first-release"
+
+    def _group(self, key: CacheKey) -> int:
+        sid = key.sample_id
+        return int(self.groups[sid]) if sid < len(self.groups) else -1
+
+    # -- what changes ---------------------------------------------------------------
+    def put_many(self, items: Sequence[tuple[CacheKey, bytes]]) -> None:
+        """Ref each chunk the items belong to for this job, then put them."""
+        touched = {g for g in (self._group(k) for k, _ in items) if g >= 0}
+        for g in touched:
+            self._pending.pop(g, None)  # ours again: no longer ours to delete
+        self._overdue()
+        if touched:
+            pipe = self.cache.client.pipeline(transaction=False)
+            ttl = int(self.ttl_s)
+            for g in sorted(touched):
+                jobs, first = self._keys(g)
+                pipe.sadd(jobs, self.job)
+                pipe.expire(jobs, ttl)
+                pipe.delete(first)  # in use again: the forced-eviction clock starts anew
+            pipe.execute()
+        self.cache.put_many(items)
+
+    def delete_many(self, keys: Sequence[CacheKey]) -> None:
+        """Unref the chunks of ``keys``; delete the entries of those no job holds any more."""
+        by_group: dict[int, list[CacheKey]] = {}
+        now: list[CacheKey] = []
+        for key in keys:
+            g = self._group(key)
+            if g < 0:
+                now.append(key)
+            else:
+                by_group.setdefault(g, []).append(key)
+        for g, members in sorted(by_group.items()):
+            if self._release(g):
+                now += members
+                self._pending.pop(g, None)
+            else:
+                self.deferred += len(members)
+                self._pending[g] = (time.monotonic(), members)
+        if now:
+            self.cache.delete_many(now)
+        self._overdue()
+
+    def _release(self, group: int) -> bool:
+        """Unref ``group`` for this job; whether its entries are to be deleted now."""
+        jobs, first = self._keys(group)
+        args = [self.job, f"{time.time():.3f}", self.force_after_s, int(self.ttl_s)]
+        return bool(int(self._script(keys=[jobs, first], args=args)))
+
+    def _overdue(self) -> None:
+        """Force the eviction of chunks this job released ``force_after_s`` ago or more."""
+        clock = time.monotonic()
+        due = [g for g, (at, _) in self._pending.items() if clock - at >= self.force_after_s]
+        gone: list[CacheKey] = []
+        for g in due:
+            if self._release(g):
+                gone += self._pending.pop(g)[1]
+        if gone:
+            self.cache.delete_many(gone)
+
+    def holders(self, group: int) -> set[str]:
+        """The jobs holding chunk ``group`` now (for reports and tests)."""
+        jobs, _ = self._keys(group)
+        return {j.decode() for j in self.cache.client.smembers(jobs)}
+
+    # -- the rest is the namespace's ------------------------------------------------
+    @property
+    def capacity_bytes(self) -> int:
+        return self.cache.capacity_bytes
+
+    @property
+    def namespace(self) -> str:
+        return self.cache.namespace
+
+    def get_many(self, keys: Sequence[CacheKey]) -> list[bytes | None]:
+        return self.cache.get_many(keys)
+
+    def contains(self, key: CacheKey) -> bool:
+        return self.cache.contains(key)
+
+    def used_bytes(self) -> int:
+        return self.cache.used_bytes()
+
+    def clear(self) -> None:
+        self.cache.clear()
+
+    def drop(self) -> None:
+        self.cache.drop()
+
+    def close(self) -> None:
+        self.cache.close()
+
+    def stats(self) -> CacheStats:
+        return self.cache.stats()
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # the inner cache reconnects in the worker; the job stays the same job
+        return (
+            _reopen,
+            (self.cache, self.groups, self.force_after_s, self.job, self.ttl_s),
+        )
+
+
+def _reopen(
+    cache: RedisCache, groups: npt.NDArray[np.int64], force_after_s: float, job: str, ttl_s: float
+) -> ChunkRefs:
+    return ChunkRefs(cache, groups, force_after_s=force_after_s, job=job, ttl_s=ttl_s)

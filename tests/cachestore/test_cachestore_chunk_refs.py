@@ -1,0 +1,111 @@
+"""Coordinated eviction over a real Redis namespace: ref, unref, evict, forced eviction."""
+
+from __future__ import annotations
+
+import pickle
+import time
+
+import numpy as np
+import pytest
+
+from hotset.cachestore.base import CacheKey, content_hash
+from hotset.cachestore.chunk_refs import ChunkRefs
+from hotset.cachestore.redis_store import RedisCache
+from hotset.errors import HotsetError
+from redis_support import RedisCluster
+
+# ids 0..3 are chunk 0, 4..7 chunk 1, id 8 belongs to no chunk
+GROUPS = np.array([0, 0, 0, 0, 1, 1, 1, 1, -1], dtype=np.int64)
+
+
+def _items(ids: list[int]) -> list[tuple[CacheKey, bytes]]:
+    out = []
+    for i in ids:
+        data = bytes([i]) * (10 + i)
+        out.append((CacheKey(i, content_hash(data)), data))
+    return out
+
+
+def _jobs(spec: str | list[str], force_after_s: float = 30.0) -> tuple[ChunkRefs, ChunkRefs]:
+    def one(job: str) -> ChunkRefs:
+        cache = RedisCache(spec, namespace="sweep@x", capacity_bytes=10_000)
+        return ChunkRefs(cache, GROUPS, force_after_s=force_after_s, job=job)
+
+    return one("a"), one("b")
+
+
+def _present(job: ChunkRefs, ids: list[int]) -> list[bool]:
+    return [v is not None for v in job.get_many([k for k, _ in _items(ids)])]
+
+
+def test_a_chunk_stays_until_every_job_using_it_released_it(redis_url: str) -> None:
+    a, b = _jobs(redis_url)
+    chunk0 = [0, 1, 2, 3]
+    a.put_many(_items(chunk0))
+    b.put_many(_items(chunk0))  # same entries: b uses the chunk too
+    assert a.holders(0) == {"a", "b"}
+    a.delete_many([k for k, _ in _items(chunk0)])
+    assert _present(b, chunk0) == [True] * 4  # b is still in its pass over chunk 0
+    assert a.deferred == 4 and a.holders(0) == {"b"}
+    b.delete_many([k for k, _ in _items(chunk0)])
+    assert _present(a, chunk0) == [False] * 4  # the last release evicts
+    assert a.used_bytes() == 0  # the namespace's byte counter went down with them
+
+
+def test_ids_outside_any_chunk_are_deleted_as_planned(redis_url: str) -> None:
+    a, b = _jobs(redis_url)
+    a.put_many(_items([8, 4]))
+    b.put_many(_items([4]))
+    a.delete_many([k for k, _ in _items([8, 4])])
+    assert _present(b, [8, 4]) == [False, True]
+
+
+def test_a_slow_job_cannot_hold_a_chunk_past_the_forced_eviction(redis_url: str) -> None:
+    a, b = _jobs(redis_url, force_after_s=0.3)
+    chunk1 = [4, 5, 6, 7]
+    a.put_many(_items(chunk1))
+    b.put_many(_items(chunk1))
+    a.delete_many([k for k, _ in _items(chunk1)])
+    assert _present(b, chunk1) == [True] * 4
+    time.sleep(0.35)
+    a.put_many(_items([0]))  # a's next write: the released chunk is overdue
+    assert _present(b, chunk1) == [False] * 4
+    assert b.holders(1) == set()
+
+
+def test_a_job_that_uses_a_chunk_again_keeps_it(redis_url: str) -> None:
+    a, b = _jobs(redis_url, force_after_s=0.2)
+    chunk0 = [0, 1, 2, 3]
+    a.put_many(_items(chunk0))
+    b.put_many(_items(chunk0))
+    a.delete_many([k for k, _ in _items(chunk0)])
+    a.put_many(_items(chunk0))  # a's next cycle reaches chunk 0 again
+    time.sleep(0.25)
+    a.put_many(_items([8]))
+    assert _present(a, chunk0) == [True] * 4 and a.holders(0) == {"a", "b"}
+
+
+def test_it_travels_to_a_worker_as_the_same_job(redis_url: str) -> None:
+    a, _ = _jobs(redis_url)
+    clone = pickle.loads(pickle.dumps(a))
+    assert clone.job == a.job and clone.namespace == a.namespace
+    clone.put_many(_items([0]))
+    assert a.holders(0) == {"a"}
+
+
+def test_over_a_cluster_the_chunk_keys_share_a_slot(cluster: RedisCluster) -> None:
+    a, b = _jobs(cluster.node_list)
+    a.put_many(_items([0, 1, 2, 3, 4]))
+    b.put_many(_items([0, 1, 2, 3]))
+    a.delete_many([k for k, _ in _items([0, 1, 2, 3, 4])])
+    assert _present(b, [0, 1, 2, 3, 4]) == [True, True, True, True, False]
+    b.delete_many([k for k, _ in _items([0, 1, 2, 3])])
+    assert _present(a, [0, 1, 2, 3]) == [False] * 4
+
+
+def test_bad_options_are_named(redis_url: str) -> None:
+    cache = RedisCache(redis_url, namespace="n@x", capacity_bytes=100)
+    with pytest.raises(HotsetError, match="force_after_s"):
+        ChunkRefs(cache, GROUPS, force_after_s=0)
+    with pytest.raises(HotsetError, match="Redis namespace"):
+        ChunkRefs(object(), GROUPS, force_after_s=1)  # type: ignore[arg-type]
