@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -109,3 +110,22 @@ def test_bad_options_are_named(redis_url: str) -> None:
         ChunkRefs(cache, GROUPS, force_after_s=0)
     with pytest.raises(HotsetError, match="Redis namespace"):
         ChunkRefs(object(), GROUPS, force_after_s=1)  # type: ignore[arg-type]
+
+
+def test_a_dead_server_fails_as_the_store_does(tmp_path: Path) -> None:
+    from hotset.cachestore.redis_store import CacheUnavailable
+    from redis_support import start_redis
+
+    server = start_redis(tmp_path)
+    try:
+        cache = RedisCache(f"{server.url}?socket_timeout=0.3", namespace="n@x", capacity_bytes=1000)
+        job = ChunkRefs(cache, GROUPS, force_after_s=1)
+        job.put_many(_items([0]))
+        server.process.kill()
+        server.process.wait(timeout=5)
+        with pytest.raises(CacheUnavailable):
+            job.put_many(_items([1]))
+        with pytest.raises(CacheUnavailable):
+            job.delete_many([k for k, _ in _items([0])])
+    finally:
+        server.stop()

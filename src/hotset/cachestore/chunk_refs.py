@@ -14,7 +14,9 @@ refs the chunk for the job (``SADD``), and a delete of them unrefs it; the
 entries are deleted only by the release that leaves no job holding the chunk,
 or by one past the forced-eviction time. One Lua script per chunk does the
 unref and the decision atomically, so two jobs releasing at once cannot both
-keep the entries. A deferred delete leaves the entries in the namespace's
+keep the entries. A server that fails here fails as the store does
+(:class:`~hotset.cachestore.redis_store.CacheUnavailable`), so the loader
+degrades to storage the same way. A deferred delete leaves the entries in the namespace's
 budget: this job's next puts may then be refused (counted, and read again when
 served), which is the paper's trade-off too (the third chunk waits).
 
@@ -95,7 +97,7 @@ class ChunkRefs:
         #: chunks released but kept for other jobs: group -> (local release time, keys);
         #: asked again at this handle's next write once ``force_after_s`` has passed
         self._pending: dict[int, tuple[float, list[CacheKey]]] = {}
-        self._script: Any = cache.client.register_script(_RELEASE)
+        self._script: Any = cache.client.register_script(_RELEASE)  # loaded on first use
 
     def _keys(self, group: int) -> tuple[str, str]:
         base = f"hotset-refs:{{{self.cache.namespace}:{group}}}"
@@ -120,7 +122,8 @@ class ChunkRefs:
                 pipe.sadd(jobs, self.job)
                 pipe.expire(jobs, ttl)
                 pipe.delete(first)  # in use again: the forced-eviction clock starts anew
-            pipe.execute()
+            with self.cache.talking():
+                pipe.execute()
         self.cache.put_many(items)
 
     def delete_many(self, keys: Sequence[CacheKey]) -> None:
@@ -148,7 +151,8 @@ class ChunkRefs:
         """Unref ``group`` for this job; whether its entries are to be deleted now."""
         jobs, first = self._keys(group)
         args = [self.job, f"{time.time():.3f}", self.force_after_s, int(self.ttl_s)]
-        return bool(int(self._script(keys=[jobs, first], args=args)))
+        with self.cache.talking():
+            return bool(int(self._script(keys=[jobs, first], args=args)))
 
     def _overdue(self) -> None:
         """Force the eviction of chunks this job released ``force_after_s`` ago or more."""
@@ -164,7 +168,8 @@ class ChunkRefs:
     def holders(self, group: int) -> set[str]:
         """The jobs holding chunk ``group`` now (for reports and tests)."""
         jobs, _ = self._keys(group)
-        return {j.decode() for j in self.cache.client.smembers(jobs)}
+        with self.cache.talking():
+            return {j.decode() for j in self.cache.client.smembers(jobs)}
 
     # -- the rest is the namespace's ------------------------------------------------
     @property

@@ -454,6 +454,15 @@ class RedisCache:
 
     # -- plumbing -----------------------------------------------------------------
 
+    def talking(self) -> contextlib.AbstractContextManager[None]:
+        """A context in which this server's failures become :class:`CacheUnavailable`.
+
+        For code beside the store that talks to the same server with its client
+        (:mod:`hotset.cachestore.chunk_refs`), so a dead server degrades it as it
+        degrades the store.
+        """
+        return self._talking()
+
     @contextlib.contextmanager
     def _talking(self) -> Iterator[None]:
         try:
