@@ -21,6 +21,7 @@ _SUITE_MODULES: dict[str, str] = {
     "brand": "hotset.cli.bench_brand",
     "nodes": "hotset.cli.bench_nodes",
     "ranks": "hotset.cli.bench_ranks",
+    "multijob": "hotset.cli.bench_multijob",
 }
 
 

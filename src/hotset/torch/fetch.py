@@ -62,6 +62,14 @@ the error's name twice and its message buried in a traceback.
 
 A hit or substitution that names a unit is cut from that unit, cached whole
 under cache id ``n + unit`` (:meth:`BatchFetcher.key_of`).
+
+In a namespace shared with other jobs, a batch first asks the pool, in one
+pipelined ``get_many``, for its planned single-sample misses and for what it
+needs of each unit it plans to read (:meth:`BatchFetcher._from_pool`): a miss
+found there is not read, nor is a unit whose needed members are all there, so
+jobs that load one data set's chunks in their own random orders read each chunk
+about once between them (Quiver §5.2). Only storage reads are saved: outcomes,
+puts and the counters of exact hits stay the plan's.
 """
 
 from __future__ import annotations
@@ -295,7 +303,10 @@ class BatchFetcher(_TorchDataset):
         else:
             to_read = singles
         unit_ids: list[int] = plan.unit_reads.tolist()
-        unit_reads = [(u, self.reader.submit_unit(u)) for u in unit_ids]
+        # A shared namespace asks the pool first (see _from_pool): a unit whose needed
+        # members other jobs already put is not read, so its read waits for the answer.
+        pool_units = self.shared and bool(unit_ids) and self.cache is not None
+        unit_reads = [] if pool_units else [(u, self.reader.submit_unit(u)) for u in unit_ids]
         #: whole units' bytes this batch holds: prefetched, cached, or read
         unit_raw: dict[int, bytes] = dict(plan.staged_units)
         for u, prefetched in unit_raw.items():
@@ -313,9 +324,17 @@ class BatchFetcher(_TorchDataset):
         error: BaseException | None = None
         keys: list[CacheKey] = []
         pooled: list[int] = []
+        #: units not read because the pool held what the batch needs of them
+        pooled_units: list[int] = []
+        pool_bytes = 0
         try:
-            if self.shared and to_read and self.cache is not None and turn.ok:
-                pooled, to_read = self._from_pool(to_read, blobs, turn)
+            if self.shared and (to_read or pool_units) and self.cache is not None and turn.ok:
+                pooled, to_read, pooled_units, pool_bytes = self._from_pool(
+                    plan, to_read, unit_ids if pool_units else [], blobs, unit_raw, turn
+                )
+            if pool_units:
+                skip = set(pooled_units)
+                unit_reads = [(u, self.reader.submit_unit(u)) for u in unit_ids if u not in skip]
             reads = self.reader.start(to_read, blobs)
             got: list[bytes | None] | None = None
             if (cached or cached_units) and self.cache is not None and turn.ok:
@@ -364,8 +383,8 @@ class BatchFetcher(_TorchDataset):
         sizes = self._size_list  # every read was checked against these
         info: dict[str, Any] = {
             # read-ahead's and prefetch's requests are counted by the loader
-            "storage_requests": len(to_read) + len(unit_ids),
-            "unit_reads": len(unit_ids),
+            "storage_requests": len(to_read) + len(unit_reads),
+            "unit_reads": len(unit_reads),
             "pack_reads": plan.pack_requests,
             "pack_bytes": plan.pack_bytes,
             "storage_bytes": sum([sizes[s] for s in to_read]) + unit_bytes,
@@ -378,7 +397,8 @@ class BatchFetcher(_TorchDataset):
             "refused_puts": turn.refused,
             "refused_bytes": turn.refused_bytes,
             "pool_hits": len(pooled),
-            "pool_bytes": sum([sizes[s] for s in pooled]),
+            "pool_bytes": pool_bytes,
+            "pool_unit_hits": len(pooled_units),
             "integrity_errors": len(poisoned),
             "cache_reads": len(cached)
             + len(cached_units)
@@ -547,30 +567,114 @@ class BatchFetcher(_TorchDataset):
                     self._cache_call(turn, cache.put_many, items)
 
     def _from_pool(
-        self, sids: list[int], blobs: dict[int, bytes], turn: _CacheTurn
-    ) -> tuple[list[int], list[int]]:
-        """Shared namespace: (ids found in the pool, ids still to read from storage).
+        self,
+        plan: BatchPlan,
+        sids: list[int],
+        units: list[int],
+        blobs: dict[int, bytes],
+        unit_raw: dict[int, bytes],
+        turn: _CacheTurn,
+    ) -> tuple[list[int], list[int], list[int], int]:
+        """Shared namespace: what the pool spares storage, in one pipelined ``get_many``.
 
         The policy plans this job's cache, but other jobs (or ranks) on the namespace
-        put entries it does not know of; a planned miss looks there first, one
-        pipelined ``get_many``. An entry that does not hash to its key is ignored
-        (read from storage). Found ids are counted as ``pool_hits``, never as hits:
-        the plan's outcome stays a miss, only the storage read is saved.
+        put entries it does not know of. A planned single-sample miss looks there
+        first; so does a planned unit read (Quiver §5.2, co-operative miss handling:
+        jobs load the same chunks in their own random orders, so most of a chunk one
+        job wants another has often put already). A unit is not read when the pool
+        holds every member the batch needs of it -- those it serves and those it
+        puts -- or, for a unit the plan caches whole (cache id ``n + u``), the unit's
+        own entry. Any member missing and the unit is read whole, as without a pool:
+        one request brings all of them, so a partial answer saves nothing. An entry
+        that does not hash to its key is ignored (read from storage).
+
+        Returns (sample ids whose bytes came from the pool, single ids still to read,
+        units not to read, bytes the pool served). Found samples and units count as
+        ``pool_hits``/``pool_unit_hits``, never as hits: the plan's outcomes stay.
         """
         assert self.cache is not None
-        hashes = self.hashes
-        keys = [CacheKey(s, hashes[s]) for s in sids]
+        n = len(self.keys)
+        wanted_by_unit = self._unit_needs(plan, units, blobs) if units else {}
+        #: cache id -> its position in the one lookup (a member may also be a single)
+        position: dict[int, int] = {s: i for i, s in enumerate(sids)}
+        for cids in wanted_by_unit.values():
+            for cid in cids:
+                position.setdefault(cid, len(position))
+        if not position:
+            return [], sids, [], 0
+        keys = [self.key_of(cid) for cid in position]
         got = self._cache_call(turn, self.cache.get_many, keys)
         if got is None:
-            return [], sids
-        found, missing = [], []
-        for sid, data in zip(sids, got, strict=True):
-            if data is not None and (not self.verify or xxh3_hex(data) == hashes[sid]):
-                blobs[sid] = data
-                found.append(sid)
-            else:
+            return [], sids, [], 0
+        verify = self.verify
+        fine: list[bytes | None] = [
+            data
+            if data is not None and (not verify or xxh3_hex(data) == key.content_hash)
+            else None
+            for key, data in zip(keys, got, strict=True)
+        ]
+        found: dict[int, None] = {}
+        nbytes = 0
+        missing = []
+        for sid in sids:
+            data = fine[position[sid]]
+            if data is None:
                 missing.append(sid)
-        return found, missing
+            else:
+                blobs[sid] = data
+                found[sid] = None
+                nbytes += len(data)
+        pooled_units = []
+        for u, cids in wanted_by_unit.items():
+            datas = [fine[position[cid]] for cid in cids]
+            if not all(d is not None for d in datas):
+                continue  # read from storage as without a pool
+            pooled_units.append(u)
+            for cid, data in zip(cids, datas, strict=True):
+                assert data is not None
+                if cid >= n:  # the unit cached whole: cut it as a read would be
+                    unit_raw[cid - n] = data
+                    parts = self._split(cid - n, data)
+                    fresh = [m for m in self._served_members(plan, cid - n) if m not in found]
+                    for m in fresh:
+                        found[m] = None
+                    blobs.update(parts)
+                    nbytes += len(data)
+                elif cid not in found:
+                    blobs[cid] = data
+                    found[cid] = None
+                    nbytes += len(data)
+        return list(found), missing, pooled_units, nbytes
+
+    def _served_members(self, plan: BatchPlan, unit: int) -> list[int]:
+        """The ids this batch serves that ``unit`` holds."""
+        assert self.layout is not None
+        members = set(self.layout.members(unit).tolist())
+        return [s for s in dict.fromkeys(plan.served.tolist()) if s in members]
+
+    def _unit_needs(
+        self, plan: BatchPlan, units: list[int], blobs: dict[int, bytes]
+    ) -> dict[int, list[int]]:
+        """Per unit to read, the cache ids a pool must hold for the read to be skipped.
+
+        A unit the plan caches whole needs its own entry (``n + u``: the put takes
+        the unit's bytes). Otherwise the members the batch serves or puts, less
+        those it already holds (staged); a unit needing none of them is left to
+        its read (its plan reads it for a reason this code does not second-guess).
+        """
+        assert self.layout is not None
+        n = len(self.keys)
+        puts = set(plan.puts.tolist())
+        wanted = puts | set(plan.served.tolist())
+        out: dict[int, list[int]] = {}
+        for u in units:
+            if n + u in puts:
+                out[u] = [n + u]
+                continue
+            cids = [m for m in self.layout.members(u).tolist() if m in wanted and m not in blobs]
+            if cids:
+                out[u] = cids
+        return out
 
     def _put_what_fits(
         self, turn: _CacheTurn, cache: CacheStore, items: list[tuple[CacheKey, bytes]]

@@ -13,9 +13,12 @@ there): each was dropped and read again from storage (a rebuild read), so a
 poisoned cache shows up here rather than in what training received.
 ``refused_puts``/``refused_bytes`` count admissions a shared namespace turned
 away because other jobs' entries filled its budget (never in a private one).
-``pool_hits``/``pool_bytes`` count planned misses found in a shared namespace
-(put there by another job or rank) and so not read from storage: still misses
-of this job's policy, never hits. ``skipped`` counts samples left out of their batch because their read failed
+``pool_hits``/``pool_bytes`` count samples whose bytes a shared namespace
+held (put there by another job or rank) and so were not read from storage:
+planned single-sample misses, and the members a planned unit read was wanted
+for when the pool held all of them -- the unit, then not read, counts once in
+``pool_unit_hits`` (Quiver §5.2's co-operative miss handling). Still misses of
+this job's policy, never hits. ``skipped`` counts samples left out of their batch because their read failed
 for good (``on_error="skip"``); :meth:`HotsetLoader.skipped` names them.
 """
 
@@ -50,6 +53,7 @@ _IO_COUNTERS = (
     "skipped",
     "pool_hits",
     "pool_bytes",
+    "pool_unit_hits",
 )
 _COUNTERS = ("batches", *_OUTCOME_COUNTERS, *_IO_COUNTERS)
 #: counted from the read-ahead and the unit prefetcher, not from the workers' batch info

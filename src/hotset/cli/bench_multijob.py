@@ -1,0 +1,76 @@
+"""``hotset bench multijob``: independent jobs on one data set, private vs shared cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hotset.cli.bench import finish, name_option, root_option
+
+
+@click.command("multijob")
+@click.option("--jobs", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--systems", default="pytorch,minio,quiver", show_default=True)
+@click.option(
+    "--cache-frac",
+    "cache_fracs",
+    default="0.1,0.2",
+    show_default=True,
+    help="Comma list: each job's private cache, or the one shared namespace, as a "
+    "share of the data set's bytes.",
+)
+@click.option("--n", "n", type=click.IntRange(min=64), default=3000, show_default=True)
+@click.option("--epochs", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
+@click.option("--latency-ms", type=click.FloatRange(min=0), default=2.0, show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Requests in flight at the storage server, across all jobs.",
+)
+@click.option(
+    "--workers", type=click.IntRange(min=0), default=0, show_default=True, help="Per job."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Job i uses seed + i.")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@name_option("multijob")
+@click.option("--json", "as_json", is_flag=True)
+@root_option
+def command(
+    jobs: int,
+    systems: str,
+    cache_fracs: str,
+    n: int,
+    epochs: int,
+    batch_size: int,
+    latency_ms: float,
+    concurrency: int,
+    workers: int,
+    seed: int,
+    progress: bool,
+    name: str,
+    as_json: bool,
+    root: Path,
+) -> None:
+    """Storage reads per epoch across K jobs, private caches vs one shared namespace."""
+    from hotset.bench.multijob import run
+    from hotset.bench.workloads import parse_floats
+    from hotset.systems.registry import split_systems
+
+    result = run(
+        jobs=jobs,
+        systems=split_systems(systems),
+        cache_fracs=parse_floats(cache_fracs, option="--cache-frac"),
+        n=n,
+        epochs=epochs,
+        batch_size=batch_size,
+        latency_ms=latency_ms,
+        concurrency=concurrency,
+        workers=workers,
+        seed=seed,
+        progress=progress,
+    )
+    finish(name, result, root, as_json)

@@ -1,0 +1,85 @@
+"""``hotset bench multijob``: independent job processes, private caches vs one shared namespace.
+
+A tiny real run: two spawned job processes per arrangement over one modeled
+store and a redis-server the suite starts itself. Quiver at a cache of the
+whole data set loads every chunk once per job in the cold epoch; sharing a
+namespace, each job finds in the pool some chunks the other loaded first
+(co-operative misses, §5.2), so the two read less between them than alone.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_support import run_cli
+
+ROW_KEYS = {
+    "system",
+    "arrangement",
+    "cache_frac",
+    "cache_total_frac",
+    "jobs",
+    "storage_requests_per_epoch",
+    "storage_requests_per_job_epoch",
+    "storage_mb_per_epoch",
+    "storage_mb_per_job_epoch",
+    "reads_per_item_per_epoch",
+    "exact_hit_ratio",
+    "substitution_ratio",
+    "pool_hits_per_epoch",
+    "pool_unit_hits_per_epoch",
+    "rebuild_reads_per_epoch",
+    "refused_puts_per_epoch",
+    "min_ids_trained",
+    "every_id_every_epoch",
+    "samples_per_s",
+    "wall_seconds",
+    "wall_seconds_with_startup",
+}
+
+
+def test_two_jobs_share_their_chunk_reads(tmp_path: Path) -> None:
+    code, out = run_cli(
+        "bench", "multijob", "--root", str(tmp_path), "--jobs", "2",
+        "--systems", "pytorch,quiver", "--cache-frac", "1.0", "--n", "1024",
+        "--epochs", "2", "--batch-size", "16", "--no-progress",
+    )  # fmt: skip
+    assert code == 0, out
+    doc = json.loads((tmp_path / "benchmarks" / "results" / "multijob.json").read_text())
+    result = doc["result"]
+    assert result["params"]["jobs"] == 2 and result["params"]["n"] == 1024
+    rows = {(r["system"], r["arrangement"]): r for r in result["table"]}
+    assert set(rows) == {("pytorch", "none"), ("quiver", "private"), ("quiver", "shared")}
+    for row in rows.values():
+        assert set(row) == ROW_KEYS
+        # both promise every sample once per epoch, to every job
+        assert row["every_id_every_epoch"] is True and row["min_ids_trained"] == 1024
+        assert row["samples_per_s"] > 0
+    # no cache: every job reads every sample, alone, every epoch
+    plain = rows["pytorch", "none"]
+    assert plain["storage_requests_per_epoch"] == 2 * 1024
+    assert plain["reads_per_item_per_epoch"] == 2.0
+    private, shared = rows["quiver", "private"], rows["quiver", "shared"]
+    assert private["pool_unit_hits_per_epoch"] == 0 == private["pool_hits_per_epoch"]
+    assert private["cache_total_frac"] == 2.0 and shared["cache_total_frac"] == 1.0
+    # co-operative misses: chunks one job put are not read again by the other
+    assert shared["pool_unit_hits_per_epoch"] > 0
+    assert shared["storage_requests_per_epoch"] < private["storage_requests_per_epoch"]
+    assert shared["reads_per_item_per_epoch"] < private["reads_per_item_per_epoch"]
+    # and the saved reads are the pool's: requests + units found = what private read
+    planned = shared["storage_requests_per_epoch"] + shared["pool_unit_hits_per_epoch"]
+    assert planned == private["storage_requests_per_epoch"]
+    # per job detail: one report row per epoch for each job
+    for run in result["jobs"]:
+        assert len(run["jobs"]) == 2 and all(len(j["rows"]) == 2 for j in run["jobs"])
+    readme = (tmp_path / "benchmarks" / "README.md").read_text()
+    assert "## multijob" in readme and "results/multijob.json" in readme
+
+
+def test_bad_input_fails_before_any_work(tmp_path: Path) -> None:
+    code, out = run_cli("bench", "multijob", "--root", str(tmp_path), "--cache-frac", "1.5")
+    assert code == 2 and "cache share" in out
+    code, out = run_cli("bench", "multijob", "--root", str(tmp_path), "--systems", "nope")
+    assert code == 2 and "nope" in out
+    assert not (tmp_path / "benchmarks").exists()
