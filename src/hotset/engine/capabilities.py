@@ -45,6 +45,10 @@ class Capabilities:
     #: ahead of the requests they will serve (``Policy.background`` loads of the
     #: dataset's own units; Quiver's double-buffered chunk loading, FAST'20 §5.1)
     loads: bool = False
+    #: evicts groups of ids (its chunks) in concert with the other jobs of a shared
+    #: cache (``Policy.eviction_groups``): in a namespace shared by jobs, each job then
+    #: plans two thirds of it, so that jobs a chunk apart still fit (Quiver §5.1)
+    evicts_in_concert: bool = False
 
     @property
     def backgrounds(self) -> bool:
@@ -76,6 +80,7 @@ class Capabilities:
                 "packs",
                 "evaluates",
                 "loads",
+                "evicts_in_concert",
             )
             if getattr(self, name)
         ]

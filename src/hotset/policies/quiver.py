@@ -56,7 +56,9 @@ class Quiver(Policy):
     """Substitutable hits over two striped chunks at a time; see the module docstring."""
 
     name: ClassVar[str] = "quiver"
-    capabilities: ClassVar[Capabilities] = Capabilities(substitutes=True, loads=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        substitutes=True, loads=True, evicts_in_concert=True
+    )
 
     def __init__(
         self,
@@ -208,6 +210,8 @@ class Quiver(Policy):
                 loads.append(load)
             if sum(self._unused) >= ahead or self._unused[self._cycle[0]] or self._queue:
                 break
+            if self._at >= len(self._order):
+                break  # the epoch is over: the next begins with what is in, no churn now
         return Background(loads=tuple(loads), evicted=tuple(evicted))
 
     def probing_next(self, ahead: int = 0) -> bool:

@@ -265,7 +265,7 @@ class HotsetLoader:
     ) -> None:
         from torch.utils.data import DataLoader
 
-        from hotset.systems.registry import build_system, get_spec
+        from hotset.systems.registry import build_system, capabilities_of, get_spec
 
         #: what the user gave: a HotsetDataset, or their own map-style Dataset
         self.dataset = data
@@ -366,6 +366,10 @@ class HotsetLoader:
         # a rank's planned miss is looked up in the pool (what the other ranks put).
         pooled_ranks = namespace is not None and world_size > 1
         planned = capacity // world_size if pooled_ranks else capacity
+        if namespace is not None and capabilities_of(system).evicts_in_concert:
+            # Jobs evicting chunks in concert each plan two chunks of a third: a chunk
+            # one job still holds while another loads its next fits beside them.
+            planned = planned * 2 // 3
         self.system: System = build_system(
             system,
             n=n,
