@@ -366,9 +366,10 @@ class HotsetLoader:
         # a rank's planned miss is looked up in the pool (what the other ranks put).
         pooled_ranks = namespace is not None and world_size > 1
         planned = capacity // world_size if pooled_ranks else capacity
-        if namespace is not None and capabilities_of(system).evicts_in_concert:
-            # Jobs evicting chunks in concert each plan two chunks of a third: a chunk
-            # one job still holds while another loads its next fits beside them.
+        fits_whole = planned >= int(np.sum(sizes))
+        if namespace is not None and not fits_whole and capabilities_of(system).evicts_in_concert:
+            # Jobs cycling through chunks in concert each plan two chunks of a third: a
+            # chunk one job still holds while another loads its next fits beside them.
             planned = planned * 2 // 3
         self.system: System = build_system(
             system,
