@@ -219,8 +219,14 @@ def run(
     workers: int = 0,
     seed: int = 0,
     progress: bool = True,
+    chunk_size: int | None = None,
 ) -> dict[str, Any]:
-    """Every (system, arrangement, cache share); see the module docstring."""
+    """Every (system, arrangement, cache share); see the module docstring.
+
+    ``chunk_size`` packs the data set in chunk files of that many samples (the
+    suites' usual 64 by default): a Quiver chunk of the cache holds more of them,
+    so jobs have more units to share between them.
+    """
     from hotset.bench.redis_server import local_redis
     from hotset.bench.workloads import PACK_CHUNK_SIZE, PACK_SHUFFLE_SEED, ensure_packed
     from hotset.data import Manifest, SynthConfig, make_synth
@@ -244,7 +250,10 @@ def run(
         dataset = str(work / "synth")
         make_synth(dataset, SynthConfig(n=n, image_size=16, seed=seed), workers=1)
         # every system reads the same packed set: chunk readers need it, others ignore it
-        ensure_packed(dataset, chunk_size=PACK_CHUNK_SIZE, seed=PACK_SHUFFLE_SEED)
+        pack = PACK_CHUNK_SIZE if chunk_size is None else chunk_size
+        if pack < 1:
+            raise HotsetError(f"bench multijob: --chunk-size must be >= 1, got {pack}")
+        ensure_packed(dataset, chunk_size=pack, seed=PACK_SHUFFLE_SEED)
         dataset_bytes = int(np.sum(Manifest.load(dataset).sizes))
         inner = LocalStore(dataset)
         for system in systems:
@@ -294,14 +303,14 @@ def run(
             "latency_ms": latency_ms,
             "concurrency": concurrency,
             "workers": workers,
-            "chunk_size": PACK_CHUNK_SIZE,
+            "chunk_size": pack,
             "seed": seed,
         },
         "table": table,
         "notes": [
             f"Measured: {jobs} independent job processes (seeds {seed}..{seed + jobs - 1}, "
             "random losses as the model's stand-in, no process group) started together "
-            f"on one synthetic data set of {n} samples packed {PACK_CHUNK_SIZE} per chunk, "
+            f"on one synthetic data set of {n} samples packed {pack} per chunk, "
             f"over one modeled storage server ({latency_ms:g} ms per request, {concurrency} "
             "in flight across all jobs), each loader with "
             f"{workers} DataLoader workers.",

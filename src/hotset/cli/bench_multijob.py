@@ -35,6 +35,13 @@ from hotset.cli.bench import finish, name_option, root_option
     "--workers", type=click.IntRange(min=0), default=0, show_default=True, help="Per job."
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Job i uses seed + i.")
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Samples per chunk file of the packed data set.",
+)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @name_option("multijob")
 @click.option("--json", "as_json", is_flag=True)
@@ -50,6 +57,7 @@ def command(
     concurrency: int,
     workers: int,
     seed: int,
+    chunk_size: int,
     progress: bool,
     name: str,
     as_json: bool,
@@ -72,5 +80,6 @@ def command(
         workers=workers,
         seed=seed,
         progress=progress,
+        chunk_size=chunk_size,
     )
     finish(name, result, root, as_json)
