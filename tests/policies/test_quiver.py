@@ -31,7 +31,7 @@ def make(
 
 def chunks_resident(policy: Quiver) -> set[int]:
     assert policy.chunks is not None
-    return {policy._chunk_of(s) for s in policy.resident()}
+    return {policy.chunks.chunk_of_id[s] for s in policy.resident()}
 
 
 @settings(max_examples=200, deadline=None)

@@ -35,7 +35,6 @@ epochs: an epoch starts with whatever two chunks are in.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -47,9 +46,19 @@ from hotset.engine.packages import Background, Load
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.policies.base import Budget, Decision, EvictionGroups, IntArray, Outcome, Policy
-from hotset.policies.quiver_chunks import StripedChunks
+from hotset.policies.quiver_chunks import ChunkCycle, StripedChunks
+from hotset.policies.quiver_epoch import EpochView
 
-_SALT = 0x9017
+#: what summary() and the state count, in this order
+_COUNTERS = (
+    "loaded_units",
+    "loaded_bytes",
+    "released_chunks",
+    "cooperative_reads",
+    "displacement_sum",
+    "displacement_max",
+    "served_count",
+)
 
 
 class Quiver(Policy):
@@ -74,112 +83,64 @@ class Quiver(Policy):
             raise HotsetError(f"quiver: batch_size must be >= 1, got {batch_size}")
         if isinstance(probe, bool) or not isinstance(probe, int) or probe < 0:
             raise HotsetError(f"quiver: probe must be a number of batches >= 0, got {probe!r}")
-        if isinstance(evict_after_s, bool) or not isinstance(evict_after_s, int | float):
-            raise HotsetError(f"quiver: evict_after_s must be seconds > 0, got {evict_after_s!r}")
-        if not evict_after_s > 0:
+        bad_time = isinstance(evict_after_s, bool) or not isinstance(evict_after_s, int | float)
+        if bad_time or not evict_after_s > 0:
             raise HotsetError(f"quiver: evict_after_s must be seconds > 0, got {evict_after_s!r}")
         self.batch_size = int(batch_size)
-        #: in a cache shared by jobs, a released chunk is evicted at the latest this long
-        #: after the first job released it, even if a slower job still uses it (§5.1)
-        self.evict_after_s = float(evict_after_s)
         #: the job's first ``probe`` batches are planned as if the cache rejected every
         #: lookup (§5.3): each request read from storage, nothing cached, so a driver
         #: can time mini-batches without the cache and then with it
         self.probe = int(probe)
+        #: in a cache shared by jobs, a released chunk is evicted at the latest this long
+        #: after the first job released it, even if a slower job still uses it (§5.1)
+        self.evict_after_s = float(evict_after_s)
         self.batches_done = 0
-        self.chunks: StripedChunks | None = None
         self._resident: set[int] = set()
-        #: chunks in the cache, oldest first: [chunk, cycle number] (at most two)
-        self._cycle: list[int] = []  # chunk of each cycle step in the cache
-        self._steps: list[int] = []  # their cycle numbers (seed the load order)
-        self._queue: list[int] = []  # load units of the newest chunk not yet read
-        self._next_step = 0
-        # the epoch: planned position of each id, used flags, unused residents by position
-        self._pos: IntArray = np.zeros(0, dtype=np.int64)
-        self._used = bytearray()
-        #: per chunk, its unused residents by planned position (lazy: stale entries skipped)
-        self._heaps: dict[int, list[tuple[int, int]]] = {}
-        self._order: list[int] = []
-        self._head = 0
-        self._at = 0
-        self._planned = False
-        #: per chunk, its resident members planned and unused this epoch
-        self._unused: list[int] = []
-        # what the report says
-        self.loaded_units = 0
-        self.loaded_bytes = 0
-        self.released_chunks = 0
-        self.cooperative_reads = 0
-        self.displacement_sum = 0
-        self.displacement_max = 0
-        self.served_count = 0
+        self._cycle: ChunkCycle | None = None  # sized at the first epoch (n known then)
+        self._view: EpochView | None = None
+        # what the report says (the names in _COUNTERS)
+        self.loaded_units = self.loaded_bytes = self.released_chunks = 0
+        self.cooperative_reads = self.served_count = 0
+        self.displacement_sum = self.displacement_max = 0
 
-    # -- layout and epochs ------------------------------------------------------------
+    # -- sizing -------------------------------------------------------------------------
     def attach_layout(self, layout: UnitLayout | None) -> None:
         super().attach_layout(layout)
-        self.chunks = None  # sized lazily: the number of ids is known at the first epoch
+        self._cycle = None
 
-    def _chunks(self, n: int) -> StripedChunks:
-        if self.chunks is None:
-            self.chunks = StripedChunks(self.budget, self.layout, n)
-        return self.chunks
+    @property
+    def chunks(self) -> StripedChunks | None:
+        return None if self._cycle is None else self._cycle.chunks
 
-    def _n(self, planned: IntArray | None) -> int:
-        if self.layout is not None:
-            return len(self.layout.chunk_of)
-        if self.budget.sizes is not None:
-            return len(self.budget.sizes)
-        if planned is None or not len(planned):
-            raise HotsetError("quiver: needs sizes, a layout or a planned order to size its chunks")
-        return int(np.max(planned)) + 1
+    def _cycle_for(self, planned: IntArray | None) -> ChunkCycle:
+        if self._cycle is None:
+            if self.layout is not None:
+                n = len(self.layout.chunk_of)
+            elif self.budget.sizes is not None:
+                n = len(self.budget.sizes)
+            elif planned is not None and len(planned):
+                n = int(np.max(planned)) + 1
+            else:
+                raise HotsetError("quiver: needs sizes, a layout or a planned order")
+            chunks = StripedChunks(self.budget, self.layout, n)
+            self._cycle = ChunkCycle(chunks, seed=self.seed)
+        return self._cycle
 
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
         super().begin_epoch(epoch, planned)
-        n = self._n(planned)
-        chunks = self._chunks(n)
-        self._pos = np.full(n, -1, dtype=np.int64)
-        self._used = bytearray(n)
-        self._at = 0
-        self._head = 0
-        self._planned = planned is not None
-        self._order = [] if planned is None else np.asarray(planned, dtype=np.int64).tolist()
-        if planned is not None and len(planned):
-            arr = np.asarray(planned, dtype=np.int64)
-            # an id planned twice keeps its first position (each use serves one id)
-            first = np.unique(arr, return_index=True)
-            self._pos[first[0]] = first[1]
-        pos = self._pos
-        self._heaps = {}
-        self._unused = [0] * chunks.k
-        for s in sorted(self._resident):
-            if pos[s] >= 0:
-                c = self._chunk_of(s)
-                self._heaps.setdefault(c, []).append((int(pos[s]), s))
-                self._unused[c] += 1
-        for heap in self._heaps.values():
-            heapq.heapify(heap)
-        if not self._cycle:
-            self._start_next(chunks)
+        cycle = self._cycle_for(planned)
+        chunks = cycle.chunks
+        self._view = EpochView(
+            len(chunks.load_of), planned, chunk_of=chunks.chunk_of_id, k=chunks.k
+        )
+        self._view.add_residents(sorted(self._resident))
+        if not cycle.chunks_in:
+            cycle.start_next()
 
-    # -- the chunk cycle ----------------------------------------------------------------
-    def _start_next(self, chunks: StripedChunks) -> None:
-        """Begin loading the next chunk of the cycle, its units in this job's seeded order."""
-        step = self._next_step
-        self._next_step += 1
-        chunk = step % chunks.k
-        units = chunks.units_of[chunk]
-        order = np.random.default_rng([self.seed, _SALT, step]).permutation(len(units))
-        self._cycle.append(chunk)
-        self._steps.append(step)
-        self._queue = [units[i] for i in order.tolist()]
-
-    def _chunk_of(self, sid: int) -> int:
-        assert self.chunks is not None
-        return int(self.chunks.chunk_of_unit[self.chunks.load_of[sid]])
-
-    def _counts(self, sid: int) -> bool:
-        """Whether ``sid`` is planned this epoch and not used yet (a resident one can serve)."""
-        return len(self._pos) > sid and self._pos[sid] >= 0 and not self._used[sid]
+    # -- after each batch: release and load ---------------------------------------------
+    def probing_next(self, ahead: int = 0) -> bool:
+        """Whether batch ``batches_done + ahead`` of the job is a probe batch (no cache)."""
+        return self.batches_done + ahead < self.probe
 
     def background(self) -> Background:
         """Release a consumed chunk whose successor is in; load the next chunk's share.
@@ -188,157 +149,129 @@ class Quiver(Policy):
         runs out (its unused members over the batch size, in batches), and keeps
         at least two batches of unused samples cached at any time.
         """
-        chunks = self.chunks
         self.batches_done += 1
-        if chunks is None or self.probing_next(0):
+        cycle, view = self._cycle, self._view
+        if cycle is None or view is None or self.probing_next():
             return Background()
         evicted: list[int] = []
         loads: list[Load] = []
         ahead = 2 * self.batch_size
         for _ in range(2):  # a chunk consumed while its successor loaded goes at once
-            evicted += self._advance(chunks)
+            evicted += self._advance(cycle, view)
             pace = 0
-            if len(self._cycle) == 2 and self._queue:
-                batches_left = max(1, self._unused[self._cycle[0]] // self.batch_size)
-                pace = math.ceil(len(self._queue) / batches_left)
+            if len(cycle.chunks_in) == 2 and cycle.queue:
+                batches_left = max(1, view.unused[cycle.front] // self.batch_size)
+                pace = math.ceil(len(cycle.queue) / batches_left)
             done = len(loads)
-            while self._queue and (len(loads) - done < pace or sum(self._unused) < ahead):
-                load = self._load(chunks, self._queue[0])
+            while cycle.queue and (len(loads) - done < pace or sum(view.unused) < ahead):
+                load = self._load(cycle.queue[0])
                 if load is None:
                     break
-                self._queue.pop(0)
+                cycle.queue.pop(0)
                 loads.append(load)
-            if sum(self._unused) >= ahead or self._unused[self._cycle[0]] or self._queue:
+            if sum(view.unused) >= ahead or view.unused[cycle.front] or cycle.queue:
                 break
-            if self._at >= len(self._order):
+            if view.over:
                 break  # the epoch is over: the next begins with what is in, no churn now
         return Background(loads=tuple(loads), evicted=tuple(evicted))
 
-    def probing_next(self, ahead: int = 0) -> bool:
-        """Whether batch ``batches_done + ahead`` of the job is a probe batch (no cache)."""
-        return self.batches_done + ahead < self.probe
-
-    def _advance(self, chunks: StripedChunks) -> list[int]:
+    def _advance(self, cycle: ChunkCycle, view: EpochView) -> list[int]:
         """Release the older chunk once consumed (if its successor is in or cannot load
         beside it), and start loading the next one once only one is left; the evicted ids.
         """
         evicted: list[int] = []
-        consumed = len(self._cycle) == 2 and not self._unused[self._cycle[0]]
-        if consumed and (not self._queue or not self._fits(chunks, self._queue[0])):
-            evicted = self._release(chunks, self._cycle[0])
-        if len(self._cycle) == 1 and not self._queue and chunks.k > 1:
-            self._start_next(chunks)
+        consumed = len(cycle.chunks_in) == 2 and not view.unused[cycle.front]
+        if consumed and (not cycle.queue or not self._fits(cycle.queue[0])):
+            evicted = [s for s in cycle.drop_front() if s in self._resident]
+            for s in evicted:
+                self._evict(s)
+            self.released_chunks += 1
+        if len(cycle.chunks_in) == 1 and not cycle.queue and cycle.chunks.k > 1:
+            cycle.start_next()
         return evicted
 
-    def _fits(self, chunks: StripedChunks, u: int) -> bool:
-        fresh = [s for s in chunks.members[u] if s not in self._resident]
+    def _fresh(self, u: int) -> list[int]:
+        assert self.chunks is not None
+        return [s for s in self.chunks.members[u] if s not in self._resident]
+
+    def _fits(self, u: int) -> bool:
+        fresh = self._fresh(u)
         add_b = sum(self.budget.size_of(s) for s in fresh)
         return self.budget.fits(self.used_bytes + add_b, self.used_items + len(fresh))
 
-    def _release(self, chunks: StripedChunks, chunk: int) -> list[int]:
-        gone = [s for u in chunks.units_of[chunk] for s in chunks.members[u] if s in self._resident]
-        for s in gone:
-            self._evict(s)
-        self._cycle.pop(0)
-        self._steps.pop(0)
-        self.released_chunks += 1
-        return gone
-
-    def _load(self, chunks: StripedChunks, u: int) -> Load | None:
+    def _load(self, u: int) -> Load | None:
         """Admit load unit ``u``'s members if they fit; None (nothing done) if not."""
-        if not self._fits(chunks, u):
+        assert self.chunks is not None
+        if not self._fits(u):
             return None
-        fresh = [s for s in chunks.members[u] if s not in self._resident]
-        for s in fresh:
-            self._admit(s)
+        fresh = self._fresh(u)
+        self._admit(fresh)
         self.loaded_units += 1
-        self.loaded_bytes += chunks.unit_bytes[u]
-        return Load(unit=chunks.read_unit(u), admitted=tuple(fresh))
+        self.loaded_bytes += self.chunks.unit_bytes[u]
+        return Load(unit=self.chunks.read_unit(u), admitted=tuple(fresh))
 
-    def _admit(self, sid: int) -> None:
-        self._resident.add(sid)
-        self.used_bytes += self.budget.size_of(sid)
-        self.used_items += 1
-        if self._counts(sid):
-            c = self._chunk_of(sid)
-            heapq.heappush(self._heaps.setdefault(c, []), (int(self._pos[sid]), sid))
-            self._unused[c] += 1
+    def _admit(self, sids: list[int]) -> None:
+        for sid in sids:
+            self._resident.add(sid)
+            self.used_bytes += self.budget.size_of(sid)
+            self.used_items += 1
+        assert self._view is not None
+        self._view.add_residents(sids)
 
     def _evict(self, sid: int) -> None:
         self._resident.discard(sid)
         self.used_bytes -= self.budget.size_of(sid)
         self.used_items -= 1
-        if self._counts(sid):
-            self._unused[self._chunk_of(sid)] -= 1
+        assert self._view is not None
+        self._view.drop_resident(sid)
 
     # -- requests -----------------------------------------------------------------------
     def access(self, sid: int) -> Decision:
+        view, cycle = self._view, self._cycle
+        if view is None or cycle is None:
+            raise HotsetError("quiver: begin_epoch() must come before the first access")
         sid = int(sid)
-        if sid < 0 or sid >= len(self._pos):
-            raise HotsetError(f"quiver: sample id {sid} outside 0..{len(self._pos) - 1}")
-        at = self._at
-        self._at += 1
-        if not self._planned:
-            return self._unplanned(sid)
-        if self.probing_next():
-            target = sid if not self._used[sid] else self._earliest_unused()
-            target = sid if target is None else target
-            return self._serve(sid, Outcome.MISS, target, at)  # read alone, as without hotset
-        if not self._used[sid] and sid in self._resident:
-            return self._serve(sid, Outcome.HIT, sid, at)
-        used, resident = self._used, self._resident
-        for c in self._cycle:  # the oldest chunk first, so that it is consumed and released
-            heap = self._heaps.get(c)
-            while heap and (used[heap[0][1]] or heap[0][1] not in resident):
-                heapq.heappop(heap)
-            if heap:
-                return self._serve(sid, Outcome.SUBSTITUTION, heap[0][1], at)
-        return self._cooperative_miss(sid, at)
+        if sid < 0 or sid >= len(view.pos):
+            raise HotsetError(f"quiver: sample id {sid} outside 0..{len(view.pos) - 1}")
+        view.at += 1
+        if not view.planned:  # a replayed trace: no substitution, hits where cached
+            return Decision(sid, Outcome.HIT if sid in self._resident else Outcome.MISS, sid)
+        if self.probing_next():  # read alone, as without hotset
+            target = sid if not view.used[sid] else view.earliest_pending()
+            return self._serve(sid, Outcome.MISS, sid if target is None else target)
+        if view.pending(sid) and sid in self._resident:
+            return self._serve(sid, Outcome.HIT, sid)
+        substitute = view.substitute(cycle.chunks_in, self._resident)
+        if substitute is not None:  # the oldest chunk first: it is consumed and released
+            return self._serve(sid, Outcome.SUBSTITUTION, substitute)
+        return self._cooperative_miss(sid, cycle, view)
 
-    def _unplanned(self, sid: int) -> Decision:
-        """No planned order (a replayed trace): no substitution, hits where cached."""
-        outcome = Outcome.HIT if sid in self._resident else Outcome.MISS
-        return Decision(sid, outcome, sid)
-
-    def _serve(self, requested: int, outcome: Outcome, served: int, at: int, **kw: Any) -> Decision:
-        if served in self._resident and self._counts(served):
-            self._unused[self._chunk_of(served)] -= 1
-        self._used[served] = 1
-        pos = int(self._pos[served])
-        if pos >= 0:
-            moved = abs(pos - at)
-            self.displacement_sum += moved
-            self.displacement_max = max(self.displacement_max, moved)
+    def _serve(self, requested: int, outcome: Outcome, served: int, **kw: Any) -> Decision:
+        assert self._view is not None
+        moved = self._view.use(served, resident=served in self._resident)
+        self.displacement_sum += moved
+        self.displacement_max = max(self.displacement_max, moved)
         self.served_count += 1
         return Decision(requested, outcome, served, **kw)
 
-    def _earliest_unused(self) -> int | None:
-        order, used = self._order, self._used
-        while self._head < len(order) and used[order[self._head]]:
-            self._head += 1
-        return order[self._head] if self._head < len(order) else None
-
-    def _cooperative_miss(self, sid: int, at: int) -> Decision:
+    def _cooperative_miss(self, sid: int, cycle: ChunkCycle, view: EpochView) -> Decision:
         """Nothing cached is unused: read a unit of the loading chunk, or the id itself.
 
         A consumed chunk is released first (as after a batch), so the miss reads
         from the chunk the cycle loads next instead of a unit nobody will reuse.
         """
-        chunks = self.chunks
-        assert chunks is not None
-        gone = tuple(self._advance(chunks))
-        pos, used = self._pos, self._used
-        for i, u in enumerate(self._queue):
-            mine = [s for s in chunks.members[u] if pos[s] >= 0 and not used[s]]
+        chunks = cycle.chunks
+        gone = tuple(self._advance(cycle, view))
+        for i, u in enumerate(cycle.queue):
+            mine = [s for s in chunks.members[u] if view.pending(s)]
             if not mine:
                 continue
-            if not self._fits(chunks, u):
+            if not self._fits(u):
                 break
-            fresh = [s for s in chunks.members[u] if s not in self._resident]
-            self._queue.pop(i)
-            served = min(mine, key=lambda s: int(pos[s]))
-            for s in fresh:
-                self._admit(s)
+            fresh = self._fresh(u)
+            cycle.queue.pop(i)
+            served = min(mine, key=lambda s: int(view.pos[s]))
+            self._admit(fresh)
             self.loaded_units += 1
             self.loaded_bytes += chunks.unit_bytes[u]
             self.cooperative_reads += 1
@@ -346,19 +279,18 @@ class Quiver(Policy):
                 sid,
                 Outcome.MISS,
                 served,
-                at,
                 admitted=served in fresh,
                 evicted=gone,
                 unit=chunks.read_unit(u),
                 also_admitted=tuple(s for s in fresh if s != served),
             )
-        target = sid if not used[sid] else self._earliest_unused()
+        target = sid if not view.used[sid] else view.earliest_pending()
         if target is None:  # every planned id used (an id planned twice): serve it again
             target = sid
         # read alone: its unit's other members would not be admitted (their chunk is not due)
-        return self._serve(sid, Outcome.MISS, target, at, evicted=gone)
+        return self._serve(sid, Outcome.MISS, target, evicted=gone)
 
-    # -- state --------------------------------------------------------------------------
+    # -- what it holds, says and saves --------------------------------------------------
     def __contains__(self, sid: object) -> bool:
         return sid in self._resident
 
@@ -367,9 +299,8 @@ class Quiver(Policy):
 
     def eviction_groups(self) -> EvictionGroups | None:
         """Each id's chunk: jobs sharing a cache evict a chunk once all have released it."""
-        chunks = self._chunks(self._n(None))
-        groups = chunks.chunk_of_unit[chunks.load_of]
-        return EvictionGroups(np.asarray(groups, dtype=np.int64), self.evict_after_s)
+        chunks = self._cycle_for(None).chunks
+        return EvictionGroups(np.asarray(chunks.chunk_of_id, dtype=np.int64), self.evict_after_s)
 
     def summary(self) -> dict[str, Any]:
         chunks = self.chunks
@@ -388,43 +319,20 @@ class Quiver(Policy):
     def state_dict(self) -> dict[str, Any]:
         return {
             "resident": sorted(self._resident),
-            "cycle": list(self._cycle),
-            "steps": list(self._steps),
-            "queue": list(self._queue),
-            "next_step": self._next_step,
+            "cycle": None if self._cycle is None else self._cycle.state(),
             "batches_done": self.batches_done,
-            "counters": [
-                self.loaded_units,
-                self.loaded_bytes,
-                self.released_chunks,
-                self.cooperative_reads,
-                self.displacement_sum,
-                self.displacement_max,
-                self.served_count,
-            ],
+            "counters": [getattr(self, c) for c in _COUNTERS],
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        for key in ("resident", "cycle", "steps", "queue", "next_step", "counters"):
+        for key in ("resident", "cycle", "batches_done", "counters"):
             if key not in state:
                 raise HotsetError(f"quiver state: missing {key!r}")
-        self._resident = set()
-        self.used_bytes = self.used_items = 0
-        for s in state["resident"]:
-            self._resident.add(int(s))
-            self.used_bytes += self.budget.size_of(int(s))
-            self.used_items += 1
-        self._cycle = [int(c) for c in state["cycle"]]
-        self._steps = [int(c) for c in state["steps"]]
-        self._queue = [int(u) for u in state["queue"]]
-        self._next_step = int(state["next_step"])
-        self.batches_done = int(state.get("batches_done", 0))
-        (
-            self.loaded_units,
-            self.loaded_bytes,
-            self.released_chunks,
-            self.cooperative_reads,
-            self.displacement_sum,
-            self.displacement_max,
-            self.served_count,
-        ) = (int(v) for v in state["counters"])
+        self._resident = {int(s) for s in state["resident"]}
+        self.used_bytes = sum(self.budget.size_of(s) for s in self._resident)
+        self.used_items = len(self._resident)
+        if state["cycle"] is not None:
+            self._cycle_for(None).load_state(state["cycle"])
+        self.batches_done = int(state["batches_done"])
+        for counter, value in zip(_COUNTERS, state["counters"], strict=True):
+            setattr(self, counter, int(value))

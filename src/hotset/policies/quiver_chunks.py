@@ -18,6 +18,8 @@ holds at most half of it (the paper's "10% of the data set" is the case of a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +29,7 @@ from hotset.errors import HotsetError
 from hotset.policies.base import Budget
 
 IntArray = npt.NDArray[np.int64]
+_SALT = 0x9017
 
 
 def stripe_of(n_units: int, k: int) -> IntArray:
@@ -74,6 +77,8 @@ class StripedChunks:
         for u, c in enumerate(self.chunk_of_unit.tolist()):
             self.units_of[c].append(u)
         self.chunk_bytes = [sum(self.unit_bytes[u] for u in us) for us in self.units_of]
+        #: each sample id's chunk (the chunk of its load unit)
+        self.chunk_of_id: list[int] = self.chunk_of_unit[self.load_of].tolist()
 
     def _count(self, budget: Budget, sizes: IntArray) -> int:
         """The fewest chunks of which any two fit the budget (1: the whole data set fits)."""
@@ -105,3 +110,56 @@ class StripedChunks:
     def read_unit(self, u: int) -> int:
         """The engine's unit id for load unit ``u`` (-1: a sample read alone)."""
         return self.unit_ids[u]
+
+
+class ChunkCycle:
+    """Which chunks are in the cache, oldest first (at most two), and what is left to load.
+
+    The cycle visits chunks ``0, 1, ..., K-1, 0, ...`` whatever the job's seed, so
+    the jobs of a shared cache want the same chunks at the same time; each loads
+    a chunk's units in its own seeded order (step ``s`` of the cycle draws the
+    order from ``(seed, s)``), so they read different units first (§5.2).
+    """
+
+    def __init__(self, chunks: StripedChunks, *, seed: int) -> None:
+        self.chunks = chunks
+        self.seed = int(seed)
+        self.chunks_in: list[int] = []
+        #: load units of the newest chunk not read yet, in this job's order
+        self.queue: list[int] = []
+        self.next_step = 0
+
+    @property
+    def front(self) -> int:
+        """The oldest chunk in the cache (the one being consumed)."""
+        return self.chunks_in[0]
+
+    def start_next(self) -> None:
+        """Begin loading the next chunk of the cycle."""
+        step = self.next_step
+        self.next_step += 1
+        chunk = step % self.chunks.k
+        units = self.chunks.units_of[chunk]
+        order = np.random.default_rng([self.seed, _SALT, step]).permutation(len(units))
+        self.chunks_in.append(chunk)
+        self.queue = [units[i] for i in order.tolist()]
+
+    def drop_front(self) -> list[int]:
+        """Forget the oldest chunk; its member ids."""
+        chunk = self.chunks_in.pop(0)
+        return [s for u in self.chunks.units_of[chunk] for s in self.chunks.members[u]]
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "chunks_in": list(self.chunks_in),
+            "queue": list(self.queue),
+            "step": self.next_step,
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        for key in ("chunks_in", "queue", "step"):
+            if key not in state:
+                raise HotsetError(f"quiver state: the chunk cycle misses {key!r}")
+        self.chunks_in = [int(c) for c in state["chunks_in"]]
+        self.queue = [int(u) for u in state["queue"]]
+        self.next_step = int(state["step"])

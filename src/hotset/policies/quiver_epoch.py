@@ -1,0 +1,88 @@
+"""One epoch of Quiver's substitutable hits: who is planned where, who is used, who can serve.
+
+:class:`EpochView` answers the policy's three questions in logarithmic time:
+is the requested id unused and cached (an exact hit); which cached unused id
+is planned earliest in the oldest chunk that has one (the substitute); which
+id is the earliest still pending (a read when nothing cached can serve). It
+keeps, per chunk, a heap of its unused residents by planned position (stale
+entries are skipped when they surface) and their count, which tells the chunk
+cycle when a chunk is consumed.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+
+import numpy as np
+
+from hotset.policies.base import IntArray
+
+
+class EpochView:
+    """Planned positions, used flags and per-chunk unused residents of one epoch."""
+
+    def __init__(self, n: int, planned: IntArray | None, *, chunk_of: list[int], k: int) -> None:
+        self.chunk_of = chunk_of
+        #: each id's first planned position this epoch (-1: not planned)
+        self.pos = np.full(n, -1, dtype=np.int64)
+        self.used = bytearray(n)
+        self.planned = planned is not None
+        self.order: list[int] = [] if planned is None else np.asarray(planned).tolist()
+        if self.order:
+            # an id planned twice keeps its first position (each use serves one id)
+            ids, first = np.unique(np.asarray(planned, dtype=np.int64), return_index=True)
+            self.pos[ids] = first
+        self.at = 0  # requests made so far
+        self._head = 0  # no id before this planned position is unused
+        self._heaps: dict[int, list[tuple[int, int]]] = {}
+        #: per chunk, its resident ids planned and unused
+        self.unused = [0] * k
+
+    def pending(self, sid: int) -> bool:
+        """Whether ``sid`` is planned this epoch and not used yet."""
+        return sid < len(self.pos) and self.pos[sid] >= 0 and not self.used[sid]
+
+    def add_residents(self, sids: Iterable[int]) -> None:
+        """``sids`` are cached now: those pending can serve."""
+        for sid in sids:
+            if self.pending(sid):
+                c = self.chunk_of[sid]
+                heapq.heappush(self._heaps.setdefault(c, []), (int(self.pos[sid]), sid))
+                self.unused[c] += 1
+
+    def drop_resident(self, sid: int) -> None:
+        """``sid`` left the cache."""
+        if self.pending(sid):
+            self.unused[self.chunk_of[sid]] -= 1
+
+    def use(self, sid: int, *, resident: bool) -> int:
+        """Serve ``sid`` at the current request; how far it moved from its planned place."""
+        if resident and self.pending(sid):
+            self.unused[self.chunk_of[sid]] -= 1
+        self.used[sid] = 1
+        pos = int(self.pos[sid])
+        return abs(pos - (self.at - 1)) if pos >= 0 else 0
+
+    def substitute(self, chunks: Iterable[int], resident: set[int]) -> int | None:
+        """The unused resident planned earliest, in the first of ``chunks`` that has one."""
+        used = self.used
+        for c in chunks:
+            heap = self._heaps.get(c)
+            while heap and (used[heap[0][1]] or heap[0][1] not in resident):
+                heapq.heappop(heap)
+            if heap:
+                return heap[0][1]
+        return None
+
+    def earliest_pending(self) -> int | None:
+        """The planned id earliest in the order that is not used yet."""
+        order, used = self.order, self.used
+        while self._head < len(order) and used[order[self._head]]:
+            self._head += 1
+        return order[self._head] if self._head < len(order) else None
+
+    @property
+    def over(self) -> bool:
+        """Whether every planned request of the epoch has been made."""
+        return self.at >= len(self.order)
