@@ -30,6 +30,7 @@ from hotset.policies.base import Budget
 
 IntArray = npt.NDArray[np.int64]
 _SALT = 0x9017
+_GOLDEN = (5**0.5 - 1) / 2
 
 
 def stripe_of(n_units: int, k: int) -> IntArray:
@@ -117,8 +118,8 @@ class ChunkCycle:
 
     The cycle visits chunks ``0, 1, ..., K-1, 0, ...`` whatever the job's seed, so
     the jobs of a shared cache want the same chunks at the same time; each loads
-    a chunk's units in its own seeded order (step ``s`` of the cycle draws the
-    order from ``(seed, s)``), so they read different units first (§5.2).
+    a chunk's units in a seeded random order that starts, for each job, at its own
+    place, so they read different units first and find the rest in the pool (§5.2).
     """
 
     def __init__(self, chunks: StripedChunks, *, seed: int) -> None:
@@ -140,9 +141,14 @@ class ChunkCycle:
         self.next_step += 1
         chunk = step % self.chunks.k
         units = self.chunks.units_of[chunk]
-        order = np.random.default_rng([self.seed, _SALT, step]).permutation(len(units))
+        # One permutation per step for every job, each job starting at its own place in
+        # it: a seed's place is the fractional part of seed * golden ratio, which spreads
+        # any run of consecutive seeds (a sweep's) evenly around the circle. A job then
+        # reaches units another job loaded a while ago, rarely ones loaded just now.
+        order = np.random.default_rng([_SALT, step]).permutation(len(units))
+        start = int(((self.seed * _GOLDEN) % 1.0) * len(units))
         self.chunks_in.append(chunk)
-        self.queue = [units[i] for i in order.tolist()]
+        self.queue = [units[i] for i in np.roll(order, -start).tolist()]
 
     def drop_front(self) -> list[int]:
         """Forget the oldest chunk; its member ids."""
