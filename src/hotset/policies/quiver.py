@@ -27,10 +27,11 @@ guarantee). How far each sample moved from its planned position is reported
 Eviction is coordinated by chunk: a chunk is released once it has no unused
 member left for this job and its successor is fully loaded; then the chunk
 after is loaded. Several jobs on one shared cache follow the same chunk cycle
-(it does not depend on the seed), each loading the units of a chunk in its own
-seeded random order, so with pool lookups (``namespace=``) each unit is read
-from storage about once across the jobs (§5.2). The cycle carries on across
-epochs: an epoch starts with whatever two chunks are in.
+(it does not depend on the seed), each loading the units of a chunk from its own
+place in one seeded order, so with pool lookups (``namespace=``) most units are
+read from storage once across the jobs (§5.2), and a chunk leaves a shared cache
+once every job has released it (:mod:`hotset.cachestore.chunk_refs`). The cycle
+carries on across epochs: an epoch starts with whatever two chunks are in.
 """
 
 from __future__ import annotations
