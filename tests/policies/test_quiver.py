@@ -30,8 +30,10 @@ def make(
 
 
 def chunks_resident(policy: Quiver) -> set[int]:
-    assert policy.chunks is not None
-    return {policy.chunks.chunk_of_id[s] for s in policy.resident()}
+    """The cycling chunks with a member in the cache (the static set is not one)."""
+    chunks = policy.chunks
+    assert chunks is not None
+    return {chunks.chunk_of_id[s] for s in policy.resident()} - {chunks.static}
 
 
 @settings(max_examples=200, deadline=None)
@@ -145,14 +147,18 @@ def test_chunks_are_stripes_of_partitions() -> None:
     assert stripe_of(5, 3).tolist() == [0, 1, 2, 0, 1]  # partitions shorter than k
 
 
-def test_two_chunks_fit_the_budget_and_the_whole_data_set_is_one_chunk() -> None:
+def test_two_chunks_and_the_static_set_fit_the_budget() -> None:
     sizes = np.full(1000, 10, dtype=np.int64)
-    for frac, want_k in ((0.2, 10), (0.1, 20), (1.0, 1)):
+    # (cache share, chunks that cycle, share of the data set kept static)
+    for frac, want_k, static in ((0.2, 10, 0.0), (0.1, 20, 0.0), (1.0, 1, 0.0), (0.8, 4, 0.6)):
         chunks = StripedChunks(
             Budget(capacity_bytes=int(frac * sizes.sum()), sizes=sizes), None, 1000
         )
         assert chunks.k == want_k
-        assert 2 * max(chunks.chunk_bytes) <= frac * sizes.sum() or chunks.k == 1
+        assert chunks.static_bytes == static * sizes.sum()
+        if chunks.k > 1:  # one chunk is the whole data set, in the cache for good
+            assert 2 * max(chunks.chunk_bytes) + chunks.static_bytes <= frac * sizes.sum()
+            assert max(chunks.chunk_bytes) <= 0.1 * sizes.sum()
 
 
 def test_jobs_follow_one_chunk_cycle_but_load_in_their_own_order() -> None:
@@ -200,3 +206,22 @@ def test_unknown_options_and_bad_batch_sizes_are_named() -> None:
         )
     with pytest.raises(HotsetError, match="batch_size"):
         Quiver(Budget(capacity_bytes=20, sizes=sizes), batch_size=0)
+
+
+def test_a_larger_cache_keeps_a_static_set_and_reads_less_per_epoch() -> None:
+    """Beyond two chunks of 10% the cache keeps stripes for good: read once, served
+    by substitution every epoch, so reads per epoch fall with the cache's size."""
+    n, batch = 3000, 32
+    reads = {}
+    for frac in (0.2, 0.8):
+        system, sizes = make(n, frac, 0, batch=batch, chunk=None)
+        planner = Planner(system, n=n, batch_size=batch, lag=0, sizes=sizes)
+        for epoch in range(3):
+            planner.begin(epoch)
+            plans = list(planner.plans())
+            planner.finish(val_accuracy=None)
+        reads[frac] = sum(len(p.reads) for p in plans)
+        served = sum(int(p.outcome_counts()[: Outcome.MISS].sum()) for p in plans)
+        assert served == n  # all from the cache
+    assert reads[0.2] >= 0.95 * n
+    assert reads[0.8] <= 0.6 * n

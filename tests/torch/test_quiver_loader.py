@@ -28,17 +28,19 @@ def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.parametrize(("seed", "frac"), [(2, 0.2), (7, 0.05), (11, 0.5)])
 @pytest.mark.parametrize("layout", ["plain", "packed"])
 @pytest.mark.parametrize("workers", [0, 2, 4])
 def test_quiver_trains_every_sample_once_per_epoch_byte_exact(
-    request: pytest.FixtureRequest, layout: str, workers: int
+    request: pytest.FixtureRequest, layout: str, workers: int, seed: int, frac: float
 ) -> None:
+    """Seeds x cache sizes x layouts x real DataLoader workers: 0 violations."""
     data = hotset.open_dataset(request.getfixturevalue(layout), decode="bytes")
     n = len(data.manifest)
     truth = [data[i][0] for i in range(n)]
-    cache = int(0.2 * int(np.sum(data.manifest.sizes)))
+    cache = int(frac * int(np.sum(data.manifest.sizes)))
     with hotset.loader(
-        data, system="quiver", cache=cache, batch_size=8, num_workers=workers, seed=2
+        data, system="quiver", cache=cache, batch_size=8, num_workers=workers, seed=seed
     ) as loader:
         for epoch in range(3):
             loader.set_epoch(epoch)
@@ -54,5 +56,5 @@ def test_quiver_trains_every_sample_once_per_epoch_byte_exact(
     assert int(Outcome.SUBSTITUTION) in kinds
     last = report[-1]
     served_from_cache = last["exact_hits"] + last["substitutions"]
-    assert served_from_cache > 0.8 * n
+    assert served_from_cache > (0.8 if frac >= 0.2 else 0.5) * n
     assert last["unique_ids_trained"] == n

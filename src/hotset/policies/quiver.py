@@ -132,7 +132,7 @@ class Quiver(Policy):
         cycle = self._cycle_for(planned)
         chunks = cycle.chunks
         self._view = EpochView(
-            len(chunks.load_of), planned, chunk_of=chunks.chunk_of_id, k=chunks.k
+            len(chunks.load_of), planned, chunk_of=chunks.chunk_of_id, k=chunks.k + 1
         )
         self._view.add_residents(sorted(self._resident))
         if not cycle.chunks_in:
@@ -174,6 +174,14 @@ class Quiver(Policy):
                 break
             if view.over:
                 break  # the epoch is over: the next begins with what is in, no churn now
+        if cycle.static_queue:  # the static set comes in over the first epoch
+            batches_left = max(1, (len(view.order) - view.at) // self.batch_size)
+            for _ in range(math.ceil(len(cycle.static_queue) / batches_left)):
+                load = self._load(cycle.static_queue[0])
+                if load is None:
+                    break
+                cycle.static_queue.pop(0)
+                loads.append(load)
         return Background(loads=tuple(loads), evicted=tuple(evicted))
 
     def _advance(self, cycle: ChunkCycle, view: EpochView) -> list[int]:
@@ -242,7 +250,7 @@ class Quiver(Policy):
             return self._serve(sid, Outcome.MISS, sid if target is None else target)
         if view.pending(sid) and sid in self._resident:
             return self._serve(sid, Outcome.HIT, sid)
-        substitute = view.substitute(cycle.chunks_in, self._resident)
+        substitute = view.substitute(cycle.chunks_in, self._resident, also=cycle.chunks.static)
         if substitute is not None:  # the oldest chunk first: it is consumed and released
             return self._serve(sid, Outcome.SUBSTITUTION, substitute)
         return self._cooperative_miss(sid, cycle, view)
@@ -263,28 +271,29 @@ class Quiver(Policy):
         """
         chunks = cycle.chunks
         gone = tuple(self._advance(cycle, view))
-        for i, u in enumerate(cycle.queue):
-            mine = [s for s in chunks.members[u] if view.pending(s)]
-            if not mine:
-                continue
-            if not self._fits(u):
-                break
-            fresh = self._fresh(u)
-            cycle.queue.pop(i)
-            served = min(mine, key=lambda s: int(view.pos[s]))
-            self._admit(fresh)
-            self.loaded_units += 1
-            self.loaded_bytes += chunks.unit_bytes[u]
-            self.cooperative_reads += 1
-            return self._serve(
-                sid,
-                Outcome.MISS,
-                served,
-                admitted=served in fresh,
-                evicted=gone,
-                unit=chunks.read_unit(u),
-                also_admitted=tuple(s for s in fresh if s != served),
-            )
+        for queue in (cycle.queue, cycle.static_queue):
+            for i, u in enumerate(queue):
+                mine = [s for s in chunks.members[u] if view.pending(s)]
+                if not mine:
+                    continue
+                if not self._fits(u):
+                    break
+                fresh = self._fresh(u)
+                queue.pop(i)
+                served = min(mine, key=lambda s: int(view.pos[s]))
+                self._admit(fresh)
+                self.loaded_units += 1
+                self.loaded_bytes += chunks.unit_bytes[u]
+                self.cooperative_reads += 1
+                return self._serve(
+                    sid,
+                    Outcome.MISS,
+                    served,
+                    admitted=served in fresh,
+                    evicted=gone,
+                    unit=chunks.read_unit(u),
+                    also_admitted=tuple(s for s in fresh if s != served),
+                )
         target = sid if not view.used[sid] else view.earliest_pending()
         if target is None:  # every planned id used (an id planned twice): serve it again
             target = sid
@@ -301,13 +310,16 @@ class Quiver(Policy):
     def eviction_groups(self) -> EvictionGroups | None:
         """Each id's chunk: jobs sharing a cache evict a chunk once all have released it."""
         chunks = self._cycle_for(None).chunks
-        return EvictionGroups(np.asarray(chunks.chunk_of_id, dtype=np.int64), self.evict_after_s)
+        groups = np.asarray(chunks.chunk_of_id, dtype=np.int64)
+        groups[groups == chunks.static] = -1  # the static set is never released
+        return EvictionGroups(groups, self.evict_after_s)
 
     def summary(self) -> dict[str, Any]:
         chunks = self.chunks
         return {
             "chunks": 0 if chunks is None else chunks.k,
             "chunk_bytes_max": 0 if chunks is None else max(chunks.chunk_bytes),
+            "static_bytes": 0 if chunks is None else chunks.static_bytes,
             "loaded_units": self.loaded_units,
             "loaded_bytes": self.loaded_bytes,
             "cooperative_reads": self.cooperative_reads,

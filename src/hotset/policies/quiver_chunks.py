@@ -31,6 +31,8 @@ from hotset.policies.base import Budget
 IntArray = npt.NDArray[np.int64]
 _SALT = 0x9017
 _GOLDEN = (5**0.5 - 1) / 2
+#: the largest share of the data set one chunk holds (FAST'20 §5.3: 10%)
+MAX_CHUNK_SHARE = 0.1
 
 
 def stripe_of(n_units: int, k: int) -> IntArray:
@@ -53,7 +55,16 @@ def stripe_of(n_units: int, k: int) -> IntArray:
 
 
 class StripedChunks:
-    """Load units, their members and bytes, and the ``K`` striped chunks over them."""
+    """Load units, their members and bytes, the ``k`` striped chunks that cycle through
+    the cache, and the static set that stays in it.
+
+    A chunk holds at most :data:`MAX_CHUNK_SHARE` of the data set (the paper's
+    10%). Where the budget holds more than two such chunks, the rest of it keeps
+    whole stripes for good (the *static* set, never evicted): they are served by
+    substitution like the chunks, but read once, not once per epoch, so a larger
+    cache reads less where the paper's two chunks would read everything every
+    epoch. Static ids belong to chunk index ``k`` (:attr:`static`).
+    """
 
     def __init__(self, budget: Budget, layout: UnitLayout | None, n: int) -> None:
         sizes = (
@@ -72,37 +83,63 @@ class StripedChunks:
             self.load_of = np.asarray(layout.chunk_of, dtype=np.int64)
         self.unit_bytes = [int(sizes[m].sum()) if m else 0 for m in self.members]
         self.unit_items = [len(m) for m in self.members]
-        self.k = self._count(budget, sizes)
-        self.chunk_of_unit = stripe_of(len(self.members), self.k)
-        self.units_of: list[list[int]] = [[] for _ in range(self.k)]
+        stripes, n_static = self._count(budget, sizes)
+        #: chunks that cycle through the cache
+        self.k = stripes - n_static
+        stripe = stripe_of(len(self.members), stripes)
+        #: each load unit's chunk; the static set's units have chunk ``k``
+        self.chunk_of_unit = np.minimum(stripe, self.k)
+        self.units_of: list[list[int]] = [[] for _ in range(self.k + 1)]
         for u, c in enumerate(self.chunk_of_unit.tolist()):
             self.units_of[c].append(u)
+        self.static_units: list[int] = self.units_of.pop()
         self.chunk_bytes = [sum(self.unit_bytes[u] for u in us) for us in self.units_of]
-        #: each sample id's chunk (the chunk of its load unit)
+        self.static_bytes = sum(self.unit_bytes[u] for u in self.static_units)
+        #: each sample id's chunk (the chunk of its load unit; ``k``: static)
         self.chunk_of_id: list[int] = self.chunk_of_unit[self.load_of].tolist()
 
-    def _count(self, budget: Budget, sizes: IntArray) -> int:
-        """The fewest chunks of which any two fit the budget (1: the whole data set fits)."""
+    @property
+    def static(self) -> int:
+        """The chunk index of the static set."""
+        return self.k
+
+    def _count(self, budget: Budget, sizes: IntArray) -> tuple[int, int]:
+        """(stripes, how many of them are static): the fewest stripes of at most
+        :data:`MAX_CHUNK_SHARE` each of which two, beside as many static ones as
+        fit, fit the budget; ``(1, 0)`` when the whole data set fits.
+        """
         total_b, total_i = int(sizes.sum()), len(sizes)
         if budget.fits(total_b, total_i):
-            return 1
+            return 1, 0
         n_units = len(self.members)
-        cap_b = budget.capacity_bytes
-        cap_i = budget.capacity_items
-        half = min(
-            math.inf if cap_b is None else cap_b / 2, math.inf if cap_i is None else cap_i / 2
-        )
-        per = total_b if cap_b is not None else total_i
-        k = max(2, math.ceil(per / max(half, 1)))
+        cap_b, cap_i = budget.capacity_bytes, budget.capacity_items
+        by_bytes = cap_b is not None
+        cap = cap_b if cap_b is not None else cap_i
+        assert cap is not None
+        per = total_b if by_bytes else total_i
+        target = min(cap / 2, MAX_CHUNK_SHARE * per)
+        k = max(3, math.ceil(per / max(target, 1)))
         while k < n_units:
-            chunks = stripe_of(n_units, k)
-            b = np.bincount(chunks, weights=self.unit_bytes, minlength=k)
-            i = np.bincount(chunks, weights=self.unit_items, minlength=k)
-            top = np.argsort(-b if cap_b is not None else -i)[:2]
-            if budget.fits(int(b[top].sum()), int(i[top].sum())):
-                return k
+            stripe = stripe_of(n_units, k)
+            b = np.bincount(stripe, weights=self.unit_bytes, minlength=k)
+            i = np.bincount(stripe, weights=self.unit_items, minlength=k)
+
+            def fits(m: int, b: Any = b, i: Any = i, k: int = k) -> bool:
+                """Whether the last ``m`` stripes kept and two of the others fit."""
+                top = np.argsort(-(b if by_bytes else i)[: k - m])[:2]
+                return budget.fits(
+                    int(b[top].sum() + b[k - m :].sum()), int(i[top].sum() + i[k - m :].sum())
+                )
+
+            if fits(0):
+                # what a stripe more in the static set adds never shrinks: bisect
+                low, high = 0, k - 3
+                while low < high:
+                    mid = (low + high + 1) // 2
+                    low, high = (mid, high) if fits(mid) else (low, mid - 1)
+                return k, low
             k = max(k + 1, int(k * 1.2))
-        return n_units  # a unit a chunk: the policy loads what fits
+        return n_units, 0  # a unit a chunk: the policy loads what fits
 
     def unit_of(self, sid: int) -> int:
         """The load unit holding ``sid``."""
@@ -128,7 +165,19 @@ class ChunkCycle:
         self.chunks_in: list[int] = []
         #: load units of the newest chunk not read yet, in this job's order
         self.queue: list[int] = []
+        #: units of the static set not read yet (read once, in the first epoch)
+        self.static_queue: list[int] = self._ordered(chunks.static_units, step=-1)
         self.next_step = 0
+
+    def _ordered(self, units: list[int], *, step: int) -> list[int]:
+        """``units`` in one seeded order for every job, from this job's own place in it:
+        a seed's place is the fractional part of seed * golden ratio, which spreads any
+        run of consecutive seeds (a sweep's) evenly around the circle. A job then reaches
+        units another job loaded a while ago, rarely ones loaded just now.
+        """
+        order = np.random.default_rng([_SALT, step + 1]).permutation(len(units))
+        start = int(((self.seed * _GOLDEN) % 1.0) * len(units))
+        return [units[i] for i in np.roll(order, -start).tolist()]
 
     @property
     def front(self) -> int:
@@ -140,15 +189,8 @@ class ChunkCycle:
         step = self.next_step
         self.next_step += 1
         chunk = step % self.chunks.k
-        units = self.chunks.units_of[chunk]
-        # One permutation per step for every job, each job starting at its own place in
-        # it: a seed's place is the fractional part of seed * golden ratio, which spreads
-        # any run of consecutive seeds (a sweep's) evenly around the circle. A job then
-        # reaches units another job loaded a while ago, rarely ones loaded just now.
-        order = np.random.default_rng([_SALT, step]).permutation(len(units))
-        start = int(((self.seed * _GOLDEN) % 1.0) * len(units))
         self.chunks_in.append(chunk)
-        self.queue = [units[i] for i in np.roll(order, -start).tolist()]
+        self.queue = self._ordered(self.chunks.units_of[chunk], step=step)
 
     def drop_front(self) -> list[int]:
         """Forget the oldest chunk; its member ids."""

@@ -64,16 +64,28 @@ class EpochView:
         pos = int(self.pos[sid])
         return abs(pos - (self.at - 1)) if pos >= 0 else 0
 
-    def substitute(self, chunks: Iterable[int], resident: set[int]) -> int | None:
-        """The unused resident planned earliest, in the first of ``chunks`` that has one."""
-        used = self.used
+    def substitute(
+        self, chunks: Iterable[int], resident: set[int], *, also: int | None = None
+    ) -> int | None:
+        """The unused resident planned earliest in the first of ``chunks`` that has one,
+        or in chunk ``also`` (the static set) when that one is planned earlier still."""
+        first = None
         for c in chunks:
-            heap = self._heaps.get(c)
-            while heap and (used[heap[0][1]] or heap[0][1] not in resident):
-                heapq.heappop(heap)
-            if heap:
-                return heap[0][1]
-        return None
+            first = self._top(c, resident)
+            if first is not None:
+                break
+        other = None if also is None else self._top(also, resident)
+        if other is not None and (first is None or self.pos[other] < self.pos[first]):
+            return other
+        return first
+
+    def _top(self, chunk: int, resident: set[int]) -> int | None:
+        """Chunk ``chunk``'s unused resident planned earliest (stale entries dropped)."""
+        used = self.used
+        heap = self._heaps.get(chunk)
+        while heap and (used[heap[0][1]] or heap[0][1] not in resident):
+            heapq.heappop(heap)
+        return heap[0][1] if heap else None
 
     def earliest_pending(self) -> int | None:
         """The planned id earliest in the order that is not used yet."""
