@@ -184,6 +184,7 @@ def _one_run(
         ),
         "pool_hits_per_epoch": round(per_epoch("pool_hits"), 1),
         "pool_unit_hits_per_epoch": round(per_epoch("pool_unit_hits"), 1),
+        "claimed_units_per_epoch": round(per_epoch("claimed_units"), 1),
         "rebuild_reads_per_epoch": round(per_epoch("rebuild_reads"), 1),
         "refused_puts_per_epoch": round(per_epoch("refused_puts"), 1),
         "min_ids_trained": min(distinct),

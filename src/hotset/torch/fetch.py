@@ -86,6 +86,7 @@ import numpy.typing as npt
 import xxhash
 
 from hotset.cachestore.base import CacheKey, CacheStore
+from hotset.cachestore.claims import claim, release
 from hotset.cachestore.redis_store import CacheUnavailable
 from hotset.engine.plan import BatchPlan
 from hotset.engine.units import UnitLayout
@@ -194,6 +195,8 @@ class BatchFetcher(_TorchDataset):
         self.labels = labels
         self.cache = cache
         self.backoff = CacheBackoff()
+        #: unit reads this process claimed in the batch being fetched (released after the put)
+        self._claims: list[str] = []
         #: [deletes skipped by a degraded batch, in any process, since the last clear]:
         #: made here, in the main process, so that workers inherit it
         self._skipped: Any = multiprocessing.RawArray("q", 1)
@@ -326,6 +329,8 @@ class BatchFetcher(_TorchDataset):
         pooled: list[int] = []
         #: units not read because the pool held what the batch needs of them
         pooled_units: list[int] = []
+        #: units not read because another job claimed their read (see _claimed_elsewhere)
+        claimed_elsewhere: list[int] = []
         pool_bytes = 0
         try:
             if self.shared and (to_read or pool_units) and self.cache is not None and turn.ok:
@@ -334,6 +339,11 @@ class BatchFetcher(_TorchDataset):
                 )
             if pool_units:
                 skip = set(pooled_units)
+                if turn.ok:
+                    claimed_elsewhere = self._claimed_elsewhere(
+                        plan, [u for u in unit_ids if u not in skip], turn
+                    )
+                    skip.update(claimed_elsewhere)
                 unit_reads = [(u, self.reader.submit_unit(u)) for u in unit_ids if u not in skip]
             reads = self.reader.start(to_read, blobs)
             got: list[bytes | None] | None = None
@@ -378,6 +388,9 @@ class BatchFetcher(_TorchDataset):
         t = time.perf_counter()
         self._write(plan, blobs, unit_raw, rebuild_ids, rebuild_units, poisoned, turn)
         wait_s += time.perf_counter() - t
+        if self._claims:  # the claimed units are in the pool now: let others find them
+            claims, self._claims = self._claims, []
+            self._cache_call(turn, lambda names: release(self.cache, names), claims)
         if error is not None:
             raise error
         sizes = self._size_list  # every read was checked against these
@@ -399,6 +412,7 @@ class BatchFetcher(_TorchDataset):
             "pool_hits": len(pooled),
             "pool_bytes": pool_bytes,
             "pool_unit_hits": len(pooled_units),
+            "claimed_units": len(claimed_elsewhere),
             "integrity_errors": len(poisoned),
             "cache_reads": len(cached)
             + len(cached_units)
@@ -645,6 +659,28 @@ class BatchFetcher(_TorchDataset):
                     found[cid] = None
                     nbytes += len(data)
         return list(found), missing, pooled_units, nbytes
+
+    def _claimed_elsewhere(self, plan: BatchPlan, units: list[int], turn: _CacheTurn) -> list[int]:
+        """Of ``units`` to read, those that only load the cache and another job is reading.
+
+        A unit some request of this batch is served from is always read (the batch
+        needs its bytes now); so is one without a content hash to name it by
+        (:mod:`hotset.cachestore.claims`). A failing claim reads everything.
+        """
+        layout = self.layout
+        if not units or layout is None:
+            return []
+        serving = set(plan.units[plan.units >= 0].tolist())
+        hashes = layout.chunk_hashes
+        loads = [u for u in units if u not in serving and u < len(hashes) and hashes[u]]
+        if not loads:
+            return []
+        names = [hashes[u] for u in loads]
+        mine = self._cache_call(turn, lambda names: claim(self.cache, names), names)
+        if mine is None:
+            return []
+        self._claims = [name for name, ok in zip(names, mine, strict=True) if ok]
+        return [u for u, ok in zip(loads, mine, strict=True) if not ok]
 
     def _served_members(self, plan: BatchPlan, unit: int) -> list[int]:
         """The ids this batch serves that ``unit`` holds."""

@@ -18,7 +18,8 @@ held (put there by another job or rank) and so were not read from storage:
 planned single-sample misses, and the members a planned unit read was wanted
 for when the pool held all of them -- the unit, then not read, counts once in
 ``pool_unit_hits`` (Quiver §5.2's co-operative miss handling). Still misses of
-this job's policy, never hits. ``skipped`` counts samples left out of their batch because their read failed
+this job's policy, never hits. ``claimed_units`` counts unit loads left to another
+job that was reading the same unit (:mod:`hotset.cachestore.claims`). ``skipped`` counts samples left out of their batch because their read failed
 for good (``on_error="skip"``); :meth:`HotsetLoader.skipped` names them.
 """
 
@@ -54,6 +55,7 @@ _IO_COUNTERS = (
     "pool_hits",
     "pool_bytes",
     "pool_unit_hits",
+    "claimed_units",
 )
 _COUNTERS = ("batches", *_OUTCOME_COUNTERS, *_IO_COUNTERS)
 #: counted from the read-ahead and the unit prefetcher, not from the workers' batch info
