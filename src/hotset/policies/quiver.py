@@ -211,13 +211,19 @@ class Quiver(Policy):
     def _load(self, u: int) -> Load | None:
         """Admit load unit ``u``'s members if they fit; None (nothing done) if not."""
         assert self.chunks is not None
+        fresh = self._take(u)
+        return None if fresh is None else Load(self.chunks.read_unit(u), tuple(fresh))
+
+    def _take(self, u: int) -> list[int] | None:
+        """Admit load unit ``u``'s members not cached yet, if they fit; those ids, or None."""
+        assert self.chunks is not None
         if not self._fits(u):
             return None
         fresh = self._fresh(u)
         self._admit(fresh)
         self.loaded_units += 1
         self.loaded_bytes += self.chunks.unit_bytes[u]
-        return Load(unit=self.chunks.read_unit(u), admitted=tuple(fresh))
+        return fresh
 
     def _admit(self, sids: list[int]) -> None:
         for sid in sids:
@@ -276,14 +282,11 @@ class Quiver(Policy):
                 mine = [s for s in chunks.members[u] if view.pending(s)]
                 if not mine:
                     continue
-                if not self._fits(u):
+                fresh = self._take(u)
+                if fresh is None:
                     break
-                fresh = self._fresh(u)
                 queue.pop(i)
                 served = min(mine, key=lambda s: int(view.pos[s]))
-                self._admit(fresh)
-                self.loaded_units += 1
-                self.loaded_bytes += chunks.unit_bytes[u]
                 self.cooperative_reads += 1
                 return self._serve(
                     sid,
