@@ -52,9 +52,12 @@ def test_quiver_trains_every_sample_once_per_epoch_byte_exact(
             assert sorted(seen) == list(range(n)), f"epoch {epoch}: not each sample once"
         report = loader.report()
         rows = loader.decisions().rows()
+        moved = loader.policy_summary()
     kinds = {int(row[1]) for row in rows}
     assert int(Outcome.SUBSTITUTION) in kinds
     last = report[-1]
     served_from_cache = last["exact_hits"] + last["substitutions"]
     assert served_from_cache > (0.8 if frac >= 0.2 else 0.5) * n
     assert last["unique_ids_trained"] == n
+    # substitutions change the order: samples moved, by at most an epoch's length
+    assert 0 < moved["displacement_mean"] <= moved["displacement_max"] < n

@@ -686,6 +686,14 @@ class HotsetLoader:
             rows.append({**self._current.row(), **self._coverage.peek()})
         return rows
 
+    def policy_summary(self) -> dict[str, Any]:
+        """What the system's policy says of its own choices so far (JSON-ready).
+
+        The same dictionary the simulator reports as ``policy``: Quiver's chunks and
+        how far samples moved from their planned places, iCACHE's packages, ...
+        """
+        return self.system.policy.summary()
+
     @property
     def namespace(self) -> str | None:
         """The cache's Redis namespace (``<key>@<data set identity>`` when shared,
