@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from torch_support import epoch_once_byte_exact
 
 import hotset
 from hotset.data import SynthConfig, make_synth
@@ -33,13 +34,7 @@ def test_brand_delivers_every_sample_once_per_epoch_byte_exact(packed: Path, wor
         data, system="brand", cache=cache, batch_size=8, num_workers=workers, seed=4
     ) as loader:
         for epoch in range(2):
-            loader.set_epoch(epoch)
-            seen: list[int] = []
-            for x, _y, ids, _w in loader:
-                for blob, sid in zip(x, ids.tolist(), strict=True):
-                    assert blob == truth[sid], f"epoch {epoch}: id {sid} bytes differ"
-                seen += ids.tolist()
-            assert sorted(seen) == list(range(n)), f"epoch {epoch}"
+            epoch_once_byte_exact(loader, epoch, truth)
             kinds |= {int(row[1]) for row in loader.decisions().rows()}
     # the loader really went through Brand's protocol: chunk misses and substitutions
     assert {int(Outcome.MISS), int(Outcome.SUBSTITUTION)} <= kinds

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from torch_support import epoch_once_byte_exact
 
 import hotset
 from hotset.data import SynthConfig, make_synth
@@ -43,13 +44,7 @@ def test_quiver_trains_every_sample_once_per_epoch_byte_exact(
         data, system="quiver", cache=cache, batch_size=8, num_workers=workers, seed=seed
     ) as loader:
         for epoch in range(3):
-            loader.set_epoch(epoch)
-            seen: list[int] = []
-            for x, _y, ids, _w in loader:
-                for blob, sid in zip(x, ids.tolist(), strict=True):
-                    assert blob == truth[sid], f"epoch {epoch}: id {sid} bytes differ"
-                seen += ids.tolist()
-            assert sorted(seen) == list(range(n)), f"epoch {epoch}: not each sample once"
+            epoch_once_byte_exact(loader, epoch, truth)
         report = loader.report()
         rows = loader.decisions().rows()
         moved = loader.policy_summary()

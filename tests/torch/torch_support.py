@@ -34,6 +34,18 @@ def bytes_and_twin(
     return data, [data[i][0] for i in range(n)], capacity, twin
 
 
+def epoch_once_byte_exact(loader: Any, epoch: int, truth: list[bytes]) -> None:
+    """One epoch of a ``decode="bytes"`` loader: every sample's bytes are the file's,
+    and every id of the data set comes exactly once."""
+    loader.set_epoch(epoch)
+    seen: list[int] = []
+    for x, _y, ids, _w in loader:
+        for blob, sid in zip(x, ids.tolist(), strict=True):
+            assert blob == truth[sid], f"epoch {epoch}: id {sid} bytes differ"
+        seen += ids.tolist()
+    assert sorted(seen) == list(range(len(truth))), f"epoch {epoch}: not each sample once"
+
+
 def run_epoch(loader: Any, epoch: int, *, feedback: bool = True) -> list[tuple[Any, ...]]:
     """One epoch through the loader, giving ``loss_of`` feedback after every batch."""
     loader.set_epoch(epoch)
