@@ -190,7 +190,7 @@ class Quiver(Policy):
         """
         evicted: list[int] = []
         consumed = len(cycle.chunks_in) == 2 and not view.unused[cycle.front]
-        if consumed and (not cycle.queue or not self._fits(cycle.queue[0])):
+        if consumed and (not cycle.queue or self._fitting(cycle.queue[0]) is None):
             evicted = [s for s in cycle.drop_front() if s in self._resident]
             for s in evicted:
                 self._evict(s)
@@ -199,14 +199,13 @@ class Quiver(Policy):
             cycle.start_next()
         return evicted
 
-    def _fresh(self, u: int) -> list[int]:
+    def _fitting(self, u: int) -> list[int] | None:
+        """Load unit ``u``'s members not cached yet, if they fit beside what is; else None."""
         assert self.chunks is not None
-        return [s for s in self.chunks.members[u] if s not in self._resident]
-
-    def _fits(self, u: int) -> bool:
-        fresh = self._fresh(u)
+        fresh = [s for s in self.chunks.members[u] if s not in self._resident]
         add_b = sum(self.budget.size_of(s) for s in fresh)
-        return self.budget.fits(self.used_bytes + add_b, self.used_items + len(fresh))
+        fits = self.budget.fits(self.used_bytes + add_b, self.used_items + len(fresh))
+        return fresh if fits else None
 
     def _load(self, u: int) -> Load | None:
         """Admit load unit ``u``'s members if they fit; None (nothing done) if not."""
@@ -217,9 +216,9 @@ class Quiver(Policy):
     def _take(self, u: int) -> list[int] | None:
         """Admit load unit ``u``'s members not cached yet, if they fit; those ids, or None."""
         assert self.chunks is not None
-        if not self._fits(u):
+        fresh = self._fitting(u)
+        if fresh is None:
             return None
-        fresh = self._fresh(u)
         self._admit(fresh)
         self.loaded_units += 1
         self.loaded_bytes += self.chunks.unit_bytes[u]
