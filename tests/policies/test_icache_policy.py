@@ -98,6 +98,52 @@ def test_h_is_resized_by_observed_access_frequencies() -> None:
     assert h[1] + lo[1] == 100 and h[0] <= h[1] and lo[0] <= lo[1]
 
 
+@pytest.mark.parametrize("lookahead", [True, False])
+def test_lookahead_never_evicts_a_resident_the_epoch_still_plans(lookahead: bool) -> None:
+    """The paper's heap evicts id 1 (least important) although it is due later this
+    epoch; with lookahead it is held, and the newcomer takes a resident already served."""
+    p = _items(3, h_start=1.0, h_share=1.0, lookahead=lookahead)
+    p.update_importance(np.array([5.0, 1.0, 3.0, 9.0]))
+    p.begin_epoch(1, np.array([0, 1, 2], dtype=np.int64))
+    for sid in (0, 1, 2):
+        p.access(sid)
+    p.begin_epoch(2, np.array([2, 0, 3, 1], dtype=np.int64))
+    assert p.access(2).outcome is Outcome.HIT  # served: evictable from now on
+    assert p.access(0).outcome is Outcome.HIT
+    d = p.access(3)  # 9.0 beats every key
+    assert d.admitted
+    if lookahead:
+        assert d.evicted == (2,)  # the least important of the served ones (3.0 < 5.0)
+        assert p.access(1).outcome is Outcome.HIT
+    else:
+        assert d.evicted == (1,)
+        assert p.access(1).outcome is Outcome.MISS
+
+
+def test_held_residents_survive_a_mid_epoch_resume() -> None:
+    def run(resume_at: int | None) -> list[tuple[Outcome, tuple[int, ...]]]:
+        p = _items(3, h_start=1.0, h_share=1.0)
+        p.update_importance(np.array([5.0, 1.0, 3.0, 9.0, 7.0]))
+        p.begin_epoch(1, np.array([0, 1, 2], dtype=np.int64))
+        for sid in (0, 1, 2):
+            p.access(sid)
+        order = [2, 3, 4, 0, 1]
+        p.begin_epoch(2, np.array(order, dtype=np.int64))
+        out = []
+        for i, sid in enumerate(order):
+            if i == resume_at:
+                q = _items(3, h_start=1.0, h_share=1.0)
+                q.load_state_dict(p.state_dict())
+                p = q
+            d = p.access(sid)
+            out.append((d.outcome, d.evicted))
+        return out
+
+    straight = run(None)
+    assert straight[1] == (Outcome.MISS, (2,)) and straight[-1][0] is Outcome.HIT
+    assert all(run(k) == straight for k in range(1, 5))
+
+
 @pytest.mark.parametrize(
     ("kwargs", "bad"),
     [
@@ -105,6 +151,7 @@ def test_h_is_resized_by_observed_access_frequencies() -> None:
         ({"h_start": -0.1}, "h_start"),
         ({"substitute_to": "x"}, "substitute_to"),
         ({"resize": 1}, "resize"),
+        ({"lookahead": "yes"}, "lookahead"),
     ],
 )
 def test_bad_options_name_the_value(kwargs: dict[str, object], bad: str) -> None:

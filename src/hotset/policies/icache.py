@@ -18,6 +18,14 @@ Two regions share one budget:
   packages of >= 1 MB are not modeled yet). ``substitute_to="h"`` (the
   ``st_hc`` ablation) substitutes from the H-cache instead.
 
+**Lookahead** (``lookahead=True``, beyond the paper): when the epoch's planned
+order is known, an H resident still due this epoch is *held* out of the heap until
+it is served, so a newcomer never evicts it. The paper's heap trades a sure hit
+now (the resident is in this epoch's plan) for a hoped-for hit next epoch (the
+newcomer's); held residents never lose that trade. Eviction still takes the
+least important resident, among those the epoch no longer needs; with no
+planned order, or ``lookahead=False``, every resident is in the heap (the paper's rule).
+
 Which samples are H: the top ``h_share`` (70%) of the epoch's planned ids by
 importance (ties by id); the rest are L. Without a planned order, all ids are
 ranked. Before any importance is known every id is H.
@@ -76,6 +84,7 @@ class ICache(Policy):
         h_start: float = H_START,
         substitute_to: str = "l",
         resize: bool = True,
+        lookahead: bool = True,
     ) -> None:
         super().__init__(budget, seed=seed)
         self.h_share = _share("h_share", h_share)
@@ -84,13 +93,18 @@ class ICache(Policy):
             raise HotsetError(f"icache: substitute_to must be 'l' or 'h', got {substitute_to!r}")
         if not isinstance(resize, bool):
             raise HotsetError(f"icache: resize must be True or False, got {resize!r}")
+        if not isinstance(lookahead, bool):
+            raise HotsetError(f"icache: lookahead must be True or False, got {lookahead!r}")
         self.substitute_to = substitute_to
         self.resize = resize
+        self.lookahead = lookahead
         by_bytes = budget.capacity_bytes is not None
         self.total = int(budget.capacity_bytes if by_bytes else budget.capacity_items)  # type: ignore[arg-type]
         self.cap_h = math.floor(self.total * self.h_start)
         self._h: dict[int, float] = {}  # resident -> its heap key
-        self._heap: list[tuple[float, int]] = []
+        self._heap: list[tuple[float, int]] = []  # evictable residents (lazily deleted)
+        self._held: set[int] = set()  # H residents still due this epoch (lookahead)
+        self._pending: set[int] | None = None  # planned ids not yet requested (lookahead)
         self._l = IndexedSet()
         self._unserved_l = IndexedSet()
         self._unserved_h = IndexedSet()
@@ -136,6 +150,7 @@ class ICache(Policy):
         self.used_items -= 1
         if sid in self._h:
             del self._h[sid]
+            self._held.discard(sid)
             self.used_h -= self._w(sid)
             self._unserved_h.discard(sid)
         else:
@@ -143,13 +158,38 @@ class ICache(Policy):
             self.used_l -= self._w(sid)
             self._unserved_l.discard(sid)
 
+    def _min_key(self) -> float | None:
+        """The least key among evictable H residents (stale heap entries dropped first)."""
+        heap = self._heap
+        while heap and (self._h.get(heap[0][1]) != heap[0][0] or heap[0][1] in self._held):
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
     def _pop_min_h(self) -> int:
-        while self._heap:
-            key, sid = heapq.heappop(self._heap)
-            if self._h.get(sid) == key:
-                self._drop(sid)
-                return sid
-        raise HotsetError("icache: H heap is empty while H holds residents")  # pragma: no cover
+        """Evict the least important evictable H resident; a held one only when none is."""
+        if self._min_key() is not None:
+            sid = heapq.heappop(self._heap)[1]
+        elif self._held:  # shrinking H: every resident is still due, lose the least
+            sid = min(self._held, key=lambda s: (self._h[s], s))
+        else:  # pragma: no cover
+            raise HotsetError("icache: H heap is empty while H holds residents")
+        self._drop(sid)
+        return sid
+
+    def _release(self, sid: int) -> None:
+        """``sid`` was requested: no longer due, so a held H resident becomes evictable."""
+        if self._pending is not None:
+            self._pending.discard(sid)
+        if sid in self._held:
+            self._held.discard(sid)
+            heapq.heappush(self._heap, (self._h[sid], sid))
+
+    def _partition(self) -> None:
+        """Hold the H residents still due this epoch; heap the rest (once per epoch)."""
+        due = self._pending if self._pending is not None else set()
+        self._held = {s for s in self._h if s in due}
+        self._heap = [(key, s) for s, key in self._h.items() if s not in self._held]
+        heapq.heapify(self._heap)
 
     def _evict_l(self) -> int:
         """A random L resident, preferring one already served this epoch."""
@@ -177,9 +217,12 @@ class ICache(Policy):
         super().begin_epoch(epoch, planned)
         self._rng = np.random.default_rng([self.seed, self.epoch])
         if self._shadow is not None:  # swap the shadow heap in
-            self._heap, self._scores = self._shadow, self._next
-            self._h = {sid: key for key, sid in self._heap}
+            self._scores = self._next
+            self._h = {sid: key for key, sid in self._shadow}
             self._shadow = None
+        lookahead = self.lookahead and planned is not None
+        self._pending = set(np.asarray(planned).tolist()) if lookahead else None
+        self._partition()
         if self.resize and self.f_h > 0 and self.f_l > 0:
             self.cap_h = min(self.total, math.floor(self.total * self.f_h / (self.f_h + self.f_l)))
         self.f_h = self.f_l = 0
@@ -209,6 +252,7 @@ class ICache(Policy):
 
     def access(self, sid: int) -> Decision:
         sid = check_sid(sid)
+        self._release(sid)
         hot = self.is_h(sid)
         if hot:
             self.f_h += 1
@@ -226,7 +270,7 @@ class ICache(Policy):
         evicted: list[int] = []
         self._shrink_other("h", evicted)
         key = self._key(sid)
-        while not self._fits(sid, "h") and self._heap and self._heap[0][0] < key:
+        while not self._fits(sid, "h") and (low := self._min_key()) is not None and low < key:
             evicted.append(self._pop_min_h())
         if self._fits(sid, "h"):
             self._add(sid, "h")
@@ -279,6 +323,7 @@ class ICache(Policy):
             "l": self._l.items(),
             "unserved_l": self._unserved_l.items(),
             "unserved_h": self._unserved_h.items(),
+            "pending": None if self._pending is None else sorted(self._pending),
             "scores": arr(self._scores),
             "next": arr(self._next),
             "shadow": None if self._shadow is None else [[k, s] for k, s in self._shadow],
@@ -300,8 +345,9 @@ class ICache(Policy):
             return None if a is None else np.asarray(a, dtype=np.float64)
 
         self._h = {int(sid): float(key) for sid, key in state["h"]}
-        self._heap = [(key, sid) for sid, key in self._h.items()]
-        heapq.heapify(self._heap)
+        pending = state.get("pending")
+        self._pending = None if pending is None else {int(s) for s in pending}
+        self._partition()
         self._l = IndexedSet(int(s) for s in state["l"])
         self._unserved_l = IndexedSet(int(s) for s in state["unserved_l"])
         self._unserved_h = IndexedSet(int(s) for s in state["unserved_h"])

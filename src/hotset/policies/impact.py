@@ -109,6 +109,7 @@ class ImpactCache(PackedICache):
         assert self._s_ids is not None
         for sid in [s for s in self._h if s in self._s_ids]:
             del self._h[sid]  # its heap entry goes stale (skipped when popped)
+            self._held.discard(sid)
             self.used_h -= self._w(sid)
             self._unserved_h.discard(sid)
             self._s.add(sid)
