@@ -120,7 +120,7 @@ class PackedICache(ICache):
         packs: list[int] = []
         loads: list[Load] = []
         for _ in range(MAX_LOADS):
-            if len(self._unserved_l) and self.cap_l - self.used_l < self._target:
+            if len(self._unserved_l) and self.cap_l - self._unserved_bytes() < self._target:
                 break
             unit = self._next_package(packs)
             if unit is None:
@@ -132,6 +132,10 @@ class PackedICache(ICache):
                 packs.append(ahead[0])
                 self._ready.append(ahead[0])
         return Background(packs=tuple(packs), loads=tuple(loads))
+
+    def _unserved_bytes(self) -> int:
+        """What the L-cache must keep: a load first drops the residents already served."""
+        return sum(self._w(s) for s in self._unserved_l.items())
 
     def _skip(self, sid: int) -> bool:
         """Not worth packing now: trained this epoch, or held by H or L."""
