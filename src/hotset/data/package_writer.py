@@ -88,18 +88,25 @@ class PackageWriter:
     def write(self, layout: UnitLayout, units: Sequence[int]) -> None:
         """Write package ``u`` of ``layout`` for each of ``units``."""
         for u in units:
-            members = layout.members(int(u)).tolist()
-            blobs = self.store.read_many([self.keys[m] for m in members])
-            for m, blob in zip(members, blobs, strict=True):
-                if len(blob) != int(self.sizes[m]) or content_hash(blob) != self.hashes[m]:
-                    raise IntegrityError(
-                        f"{self.keys[m]!r}: bytes read for a package do not match the manifest"
-                    )
-            package = encode(list(zip(members, blobs, strict=True)))
-            self.store.write(package_key(self.prefix, int(u)), package)
-            self.read_requests += len(members)
-            self.read_bytes += sum(len(b) for b in blobs)
-            self.written_bytes += len(package)
+            self.write_unit(int(u), layout.members(int(u)).tolist())
+
+    def write_unit(self, u: int, members: Sequence[int]) -> None:
+        """Write package ``u`` holding ``members``, read from the store in this order.
+
+        Takes the members rather than the layout so that a packing thread never
+        reads the policy's package set while the policy is defining the next one.
+        """
+        blobs = self.store.read_many([self.keys[m] for m in members])
+        for m, blob in zip(members, blobs, strict=True):
+            if len(blob) != int(self.sizes[m]) or content_hash(blob) != self.hashes[m]:
+                raise IntegrityError(
+                    f"{self.keys[m]!r}: bytes read for a package do not match the manifest"
+                )
+        package = encode(list(zip(members, blobs, strict=True)))
+        self.store.write(package_key(self.prefix, int(u)), package)
+        self.read_requests += len(members)
+        self.read_bytes += sum(len(b) for b in blobs)
+        self.written_bytes += len(package)
 
     def remove(self) -> None:
         """Delete this run's package folder when the store is a local directory."""

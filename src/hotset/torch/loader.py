@@ -68,7 +68,7 @@ from hotset.data.package_writer import PackageWriter
 from hotset.engine.counters import Coverage
 from hotset.engine.feedback import Feedback
 from hotset.engine.packages import PackageFiles
-from hotset.engine.plan import BatchPlan, EpochLog
+from hotset.engine.plan import EpochLog
 from hotset.engine.planner import Planner
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
@@ -78,6 +78,7 @@ from hotset.systems.base import System
 from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BACKEND_ERRORS, BatchFetcher, identity_collate
+from hotset.torch.packing import PackingThread
 from hotset.torch.prefetch import UnitPrefetcher
 from hotset.torch.ranks import active_world, merge_epoch
 from hotset.torch.readahead import ReadAhead
@@ -158,35 +159,6 @@ def load_system_state(system: System, state: Mapping[str, Any]) -> None:
     system.train_loss[:] = [float(v) for v in state["train_loss"]]
 
 
-class _Packages:
-    """Writes the packages a plan needs before a worker reads them (see PackageWriter).
-
-    A plan names the packages its policy defined (``packs``); a package it reads
-    that this process has not written (a policy restored from a checkpoint) is
-    written too, so a worker never looks for a file that is not there.
-    """
-
-    def __init__(self, system: System, writer: PackageWriter | None) -> None:
-        self._system = system
-        self.writer = writer
-        self._written: set[int] = set()
-
-    def write(self, plan: BatchPlan) -> None:
-        if self.writer is None:
-            return
-        wanted = plan.packs.tolist() + plan.unit_reads.tolist()
-        fresh = [u for u in dict.fromkeys(wanted) if u not in self._written]
-        if fresh:
-            layout = self._system.policy.layout
-            assert layout is not None
-            self.writer.write(layout, fresh)
-            self._written.update(fresh)
-
-    def remove(self) -> None:
-        if self.writer is not None:
-            self.writer.remove()
-
-
 class _PlanSampler(Sampler[Any]):
     """The DataLoader's sampler: each item is the next BatchPlan of the current epoch.
 
@@ -200,7 +172,7 @@ class _PlanSampler(Sampler[Any]):
         planner: Planner,
         readahead: ReadAhead,
         prefetcher: UnitPrefetcher,
-        packages: _Packages,
+        packages: PackingThread,
     ) -> None:
         self._planner = planner
         self._readahead = readahead
@@ -504,7 +476,7 @@ class HotsetLoader:
             self._fetcher.reader.read_checked, sizes, budget_bytes=ra_budget, threads=io_threads
         )
         self._prefetcher = UnitPrefetcher(self._fetcher.reader.read_unit, threads=io_threads)
-        self._packages = _Packages(self.system, self._packer)
+        self._packages = PackingThread(self.system, self._packer)
         #: evaluate_with(fn): the forward pass of samples a system re-evaluates
         self._evaluator: Callable[[Any, Any, Any], Any] | None = None
         self._warned_evaluate = False

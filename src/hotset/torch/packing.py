@@ -1,0 +1,97 @@
+"""The loader's packing step, off the critical path: packages are written by a thread.
+
+iCACHE's packer reads a package's members from the store (one request each) and
+writes the package file (:class:`~hotset.data.package_writer.PackageWriter`).
+Done inline, those reads stall the main process while it hands plans to the
+workers -- the very I/O the cache is meant to hide. A policy defines a package
+at least one batch before the batch that reads it (``plan.packs`` ahead of
+``plan.unit_reads``), so the write can run in a background thread during the
+batches in between; the plan that reads a package waits for its write only if it
+has not finished yet (the first package of an epoch, which is defined and read
+in one batch).
+
+One thread, so writes happen in the order the policy defined them and the
+writer's counters need no lock. The members of a package are copied in the
+main process when it is submitted: the thread never reads the policy's package
+set while the policy defines the next package. A failed write is raised in the
+main process by the plan that reads the package, or by the next plan after it
+fails, whichever comes first -- never dropped.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from hotset.data.package_writer import PackageWriter
+from hotset.engine.plan import BatchPlan
+from hotset.systems.base import System
+
+
+class PackingThread:
+    """Writes the packages plans name, in the background (see the module docstring).
+
+    A package a plan reads that was never submitted (a policy restored from a
+    checkpoint defined it before the restart) is written inline, so a worker
+    never looks for a file that is not there.
+    """
+
+    def __init__(self, system: System, writer: PackageWriter | None) -> None:
+        self._system = system
+        self.writer = writer
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: dict[int, Future[None]] = {}  # submitted, not yet known written
+        self._written: set[int] = set()
+        #: plans that had to wait for their package's write (a stall the thread did not hide)
+        self.waits = 0
+
+    def write(self, plan: BatchPlan) -> None:
+        """Submit ``plan``'s new packages; return once every package it reads is written."""
+        if self.writer is None:
+            return
+        self._raise_failed()
+        layout = self._system.policy.layout
+        assert layout is not None
+        for u in dict.fromkeys(plan.packs.tolist()):
+            if u not in self._written and u not in self._futures:
+                members = layout.members(int(u)).tolist()
+                self._futures[u] = self._executor().submit(self.writer.write_unit, u, members)
+        for u in dict.fromkeys(plan.unit_reads.tolist()):
+            if u in self._written:
+                continue
+            future = self._futures.pop(u, None)
+            if future is None:
+                self.writer.write(layout, [u])
+            else:
+                if not future.done():
+                    self.waits += 1
+                future.result()
+            self._written.add(u)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotset-packer")
+        return self._pool
+
+    def _raise_failed(self) -> None:
+        """Raise the first failed background write (its own exception)."""
+        for u, future in list(self._futures.items()):
+            if future.done():
+                del self._futures[u]
+                future.result()
+                self._written.add(u)
+
+    def drain(self) -> None:
+        """Wait for every submitted write (raising the first failure)."""
+        for u, future in list(self._futures.items()):
+            del self._futures[u]
+            future.result()
+            self._written.add(u)
+
+    def remove(self) -> None:
+        """Stop the thread (waiting for a write in progress), then delete the run's files."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        self._futures.clear()
+        if self.writer is not None:
+            self.writer.remove()
