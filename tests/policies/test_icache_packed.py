@@ -188,3 +188,23 @@ def test_a_package_loads_once_dropping_served_residents_makes_room() -> None:
     alone, total = _l_requests_read_alone(system, [p for e in epochs[2:] for p in e])
     assert total > 200
     assert alone <= 0.02 * total, (alone, total)
+
+
+def test_package_loads_are_counted_as_prefetches_and_their_unused_members_named() -> None:
+    system = _system(frac=0.2)
+    policy = system.policy
+    assert isinstance(policy, PackedICache)
+    epochs = _epochs(system, 4)
+    admitted = sum(len(p.puts) for e in epochs for p in e if len(p.unit_reads))
+    summary = policy.summary()
+    assert summary["loaded"] > 0
+    assert summary["loaded_bytes"] == SIZE * summary["loaded"]
+    assert summary["loaded"] <= admitted  # a package's admissions, nothing else
+    waiting = [s for s in policy._waiting if s in policy]
+    assert summary["loaded_waiting"] == len(waiting) == len(policy._waiting)
+    # a loaded member that leaves the cache before it is served was read for nothing
+    before = summary["loaded_unused"]
+    victim = next(iter(policy._waiting))
+    policy._drop(victim)
+    assert policy.summary()["loaded_unused"] == before + 1
+    assert policy.summary()["loaded_waiting"] == len(waiting) - 1

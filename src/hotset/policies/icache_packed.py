@@ -22,6 +22,12 @@ filled and served:
 
 Loads happen after a batch's accesses, so no request is ever served from a
 package its own batch reads; at most :data:`MAX_LOADS` packages per batch.
+
+A package load is a prefetch: its members are read before anyone asks for
+them, in the hope of serving a substitution. :meth:`summary` says how that hope
+fared: ``loaded`` members admitted (and their bytes), of which ``loaded_unused``
+left the cache without being served once since their load (read for nothing)
+and ``loaded_waiting`` are still cached and unserved.
 """
 
 from __future__ import annotations
@@ -82,6 +88,9 @@ class PackedICache(ICache):
         self._ready: deque[int] = deque()  # packages written and not yet loaded
         self._trained: set[int] = set()  # ids served this epoch (not worth loading again)
         self._target = self.packer.target(self.cap_l)
+        self._waiting: set[int] = set()  # admitted from a package, not served since
+        #: members admitted from packages, their bytes, those evicted before being served
+        self.loaded = self.loaded_bytes = self.loaded_unused = 0
 
     def attach_layout(self, layout: UnitLayout | None) -> None:
         """The dataset's chunks are not iCACHE's read units: its packages are."""
@@ -99,8 +108,15 @@ class PackedICache(ICache):
         l_ids = np.asarray([s for s in ids.tolist() if s not in self._hot], dtype=np.int64)
         self.packer.begin_epoch(self.epoch, l_ids, missed, self._target)
 
+    def _drop(self, sid: int) -> None:
+        super()._drop(sid)
+        if sid in self._waiting:
+            self._waiting.discard(sid)
+            self.loaded_unused += 1
+
     def access(self, sid: int) -> Decision:
         decision = super().access(sid)
+        self._waiting.discard(decision.served)
         self._trained.add(decision.served)
         return decision
 
@@ -164,6 +180,9 @@ class PackedICache(ICache):
                 continue
             self._add(m, "l")
             self._unserved_l.add(m)
+            self._waiting.add(m)
+            self.loaded += 1
+            self.loaded_bytes += self.budget.size_of(m)
             admitted.append(m)
         return Load(unit, tuple(admitted), tuple(evicted))
 
@@ -175,6 +194,10 @@ class PackedICache(ICache):
             "packaging": "static" if self.packer.static else "dynamic",
             "packages": self.packer.packages.n_chunks,
             "package_bytes": self._target,
+            "loaded": self.loaded,
+            "loaded_bytes": self.loaded_bytes,
+            "loaded_unused": self.loaded_unused,
+            "loaded_waiting": len(self._waiting),
         }
 
     # -- resumption -------------------------------------------------------------------
@@ -184,6 +207,8 @@ class PackedICache(ICache):
             "packer": self.packer.state(),
             "ready": list(self._ready),
             "trained": sorted(self._trained),
+            "waiting": sorted(self._waiting),
+            "loaded_totals": [self.loaded, self.loaded_bytes, self.loaded_unused],
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -194,4 +219,7 @@ class PackedICache(ICache):
         self.packer.load_state(dict(state["packer"]))
         self._ready = deque(int(u) for u in state["ready"])
         self._trained = {int(s) for s in state["trained"]}
+        self._waiting = {int(s) for s in state.get("waiting", [])}
+        totals = state.get("loaded_totals", [0, 0, 0])
+        self.loaded, self.loaded_bytes, self.loaded_unused = (int(x) for x in totals)
         self._target = self.packer.target(self.cap_l)
