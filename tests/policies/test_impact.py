@@ -107,6 +107,35 @@ def test_the_evaluation_changes_the_draw() -> None:
     assert [r["requests"] for r in plain] != [r["requests"] for r in fresh]
 
 
+def test_the_rest_of_s_is_loaded_into_the_buffer_and_then_all_of_s_is_evaluated() -> None:
+    system = _system()
+    policy = system.policy
+    assert isinstance(policy, ImpactCache)
+    planner = Planner(system, n=N, batch_size=BATCH, lag=0)
+    loaded: list[int] = []
+    evaluated: list[list[int]] = []
+
+    def forward(ids: np.ndarray) -> np.ndarray:
+        evaluated[-1] = ids.tolist()
+        return _loss(ids, 100)
+
+    for epoch in range(12):
+        evaluated.append([])
+        planner.begin(epoch, evaluate=forward)
+        for plan in planner.plans():
+            extra = set(plan.reads.tolist()) - set(plan.requested.tolist())
+            assert extra <= set(plan.puts.tolist())  # read only to be put in the cache
+            loaded += sorted(extra)
+            planner.give(plan.index, plan.served, _loss(plan.served, epoch))
+        planner.finish(val_accuracy=None)
+    s_ids = policy.tracker.s_ids
+    assert s_ids is not None and loaded
+    assert set(loaded) <= set(s_ids.tolist())  # only samples of S, each once
+    assert len(loaded) == len(set(loaded))
+    assert policy._s == set(s_ids.tolist())  # S fits its buffer: all of it is held
+    assert evaluated[-1] == sorted(s_ids.tolist())  # and all of it is re-evaluated
+
+
 def test_s_hits_come_from_the_buffer_without_replacement() -> None:
     system = _system()
     policy = system.policy

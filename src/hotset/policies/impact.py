@@ -9,6 +9,10 @@
   rest, starting 90/10. An S sample is served from the buffer or read, and never
   enters H or L ("excluded from the cache server"). Residents of the warm-up
   cache that belong to S move to the buffer (no bytes move: same cache id).
+* **Filling the buffer**: the rest of S is loaded into the buffer in the
+  background, :data:`S_LOAD_PER_BATCH` samples after each batch (single reads,
+  counted as storage requests), so that every sample of S is re-evaluated from
+  then on -- not only those IIS happened to select -- and S requests hit.
 * **Re-evaluation**: :meth:`to_evaluate` names the buffered S samples; a driver
   runs a forward pass over them before the epoch's draw (their bytes are in the
   buffer: no storage read). ``impact_history`` (:class:`ImpactHistoryCache`)
@@ -24,13 +28,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from hotset.engine.capabilities import Capabilities
-from hotset.engine.packages import PACKAGE_BYTES
+from hotset.engine.packages import PACKAGE_BYTES, Background, Load
 from hotset.errors import HotsetError
 from hotset.importance.rank_variance import MAX_WARM_UP, OVERLAP, S_SHARE, RankTracker
 from hotset.policies.app import check_sid
 from hotset.policies.base import Budget, Decision, IntArray, Outcome
 from hotset.policies.icache import H_SHARE, H_START
 from hotset.policies.icache_packed import PackedICache
+
+#: samples of S loaded into the static buffer after one batch, at most
+S_LOAD_PER_BATCH = 64
 
 
 class ImpactCache(PackedICache):
@@ -115,6 +122,40 @@ class ImpactCache(PackedICache):
             self._s.add(sid)
             self.used_s += self._w(sid)
 
+    def background(self) -> Background:
+        """iCACHE's loading step, then the next samples of S into the static buffer."""
+        bg = super().background()
+        fill = self._fill_buffer()
+        if not fill:
+            return bg
+        return Background(packs=bg.packs, loads=(*bg.loads, Load(-1, fill)), evicted=bg.evicted)
+
+    def _fill_buffer(self) -> tuple[int, ...]:
+        """Admit up to :data:`S_LOAD_PER_BATCH` unbuffered samples of S that fit, by id."""
+        if self._s_ids is None or len(self._s) >= len(self._s_ids):
+            return ()
+        out: list[int] = []
+        for sid in sorted(self._s_ids - self._s):
+            if not self._buffer_fits(sid):
+                continue
+            self._buffer(sid)
+            out.append(sid)
+            if len(out) == S_LOAD_PER_BATCH:
+                break
+        return tuple(out)
+
+    def _buffer_fits(self, sid: int) -> bool:
+        size = self.budget.size_of(sid)
+        return self.used_s + self._w(sid) <= self.s_cap and self.budget.fits(
+            self.used_bytes + size, self.used_items + 1
+        )
+
+    def _buffer(self, sid: int) -> None:
+        self._s.add(sid)
+        self.used_s += self._w(sid)
+        self.used_bytes += self.budget.size_of(sid)
+        self.used_items += 1
+
     def to_evaluate(self) -> IntArray:
         """The buffered S samples, whose losses a forward pass refreshes before the draw."""
         return np.asarray(sorted(self._s), dtype=np.int64)
@@ -128,15 +169,8 @@ class ImpactCache(PackedICache):
             self._trained.add(sid)
             if sid in self._s:
                 return Decision(sid, Outcome.HIT, sid)
-            w = self._w(sid)
-            size = self.budget.size_of(sid)
-            if self.used_s + w <= self.s_cap and self.budget.fits(
-                self.used_bytes + size, self.used_items + 1
-            ):
-                self._s.add(sid)
-                self.used_s += w
-                self.used_bytes += size
-                self.used_items += 1
+            if self._buffer_fits(sid):
+                self._buffer(sid)
                 return Decision(sid, Outcome.MISS, sid, admitted=True)
             return Decision(sid, Outcome.MISS, sid)
         return super().access(sid)
