@@ -15,7 +15,7 @@ from hotset.policies.lru import LRU
 from hotset.samplers.iis import IISSampler
 from hotset.systems.base import System
 from hotset.systems.icache import SPECS
-from hotset.systems.registry import system_names
+from hotset.systems.registry import build_system, system_names
 
 SPEC = {spec.name: spec for spec in SPECS}
 NAMES = ("icache", "icache_iis_lru", "icache_h", "icache_st_hc", "icache_static_pack")
@@ -85,3 +85,12 @@ def test_iis_reads_fewer_samples_outside_full_epochs_and_l_substitutes() -> None
     lru = run(_build("icache_iis_lru", n), n, 9)
     assert [r["trained"] for r in lru] == [r["trained"] for r in rows]  # same sampler
     assert sum(r["subs"] for r in lru) == 0
+
+
+@pytest.mark.parametrize("name", ["icache", "icache_st_hc", "impact", "impact_history"])
+def test_lookahead_is_on_by_default_and_the_papers_rule_is_an_option(name: str) -> None:
+    budget = Budget(capacity_bytes=100, sizes=np.full(50, 10, dtype=np.int64))
+    on = build_system(name, n=50, budget=budget, seed=0)
+    off = build_system(name, n=50, budget=budget, seed=0, lookahead=False)
+    assert isinstance(on.policy, ICache) and isinstance(off.policy, ICache)
+    assert on.policy.lookahead and not off.policy.lookahead

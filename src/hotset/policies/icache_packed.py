@@ -66,6 +66,7 @@ class PackedICache(ICache):
         h_start: float = H_START,
         substitute_to: str = "l",
         resize: bool = True,
+        lookahead: bool = True,
         packaging: str = "dynamic",
         package_bytes: int = PACKAGE_BYTES,
     ) -> None:
@@ -76,6 +77,7 @@ class PackedICache(ICache):
             h_start=h_start,
             substitute_to=substitute_to,
             resize=resize,
+            lookahead=lookahead,
         )
         if budget.sizes is not None:
             sizes = np.asarray(budget.sizes, dtype=np.int64)

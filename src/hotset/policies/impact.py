@@ -56,6 +56,7 @@ class ImpactCache(PackedICache):
         seed: int = 0,
         h_share: float = H_SHARE,
         h_start: float = H_START,
+        lookahead: bool = True,
         packaging: str = "dynamic",
         package_bytes: int = PACKAGE_BYTES,
         s_share: float = S_SHARE,
@@ -68,6 +69,7 @@ class ImpactCache(PackedICache):
             seed=seed,
             h_share=h_share,
             h_start=h_start,
+            lookahead=lookahead,
             packaging=packaging,
             package_bytes=package_bytes,
         )

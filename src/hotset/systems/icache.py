@@ -8,6 +8,10 @@
 ``icache_static_pack`` as ``icache``, but the L-cache loads fixed packages made once
 ===================  =====================================================================
 
+Every icache system but ``icache_iis_lru`` holds H residents the epoch still
+plans out of the heap (``lookahead``, beyond the paper);
+``icache[lookahead=False]`` is the paper's H-cache rule.
+
 Importance is the raw per-sample loss (:class:`LossScorer`); the sampler reads only
 the samples it keeps (:mod:`hotset.samplers.iis`), the cache is
 :class:`hotset.policies.icache_packed.PackedICache`: the H-cache of
@@ -39,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "reuse_factor": REUSE_FACTOR,
     "h_share": H_SHARE,
     "h_start": H_START,
+    "lookahead": True,
     "package_bytes": PACKAGE_BYTES,
 }
 
@@ -77,7 +82,11 @@ def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
     """An iCACHE cache; ``packaging=None``: the H-cache alone (no L traffic to pack)."""
 
     def make(budget: Budget, n: int, seed: int, opts: dict[str, Any]) -> Policy:
-        given = {"h_share": opts["h_share"], "h_start": opts["h_start"]} | fixed
+        given = {
+            "h_share": opts["h_share"],
+            "h_start": opts["h_start"],
+            "lookahead": opts["lookahead"],
+        } | fixed
         if packaging is None:
             return ICache(budget, seed=seed, **given)
         return PackedICache(
