@@ -60,7 +60,8 @@ def test_icache_reads_packages_byte_exact_as_its_twin_decides(
             want_counts.append(counts)
         rows = loader.report()
         folder = dataset_dir / DEFAULT_PREFIX
-        assert any(folder.rglob("*.pkg"))  # the packages are real files in the store
+        if system == "icache_static_pack":  # read every epoch: kept until close()
+            assert any(folder.rglob("*.pkg"))
     assert not any(folder.rglob("*.pkg"))  # and the run's folder goes with the loader
     for got, want in zip(rows, want_counts, strict=True):
         for key in COUNTER_KEYS:
@@ -69,3 +70,44 @@ def test_icache_reads_packages_byte_exact_as_its_twin_decides(
     assert sum(r["substitutions"] for r in rows) > 0
     assert all(r["exact_hits"] + r["substitutions"] <= r["requests"] for r in rows)
     assert {int(o) for o in Outcome} >= {int(row[1]) for row in loader.decisions().rows()}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_dynamic_package_file_is_deleted_once_its_batch_is_trained(
+    dataset_dir: Path, workers: int
+) -> None:
+    data, _truth, capacity, twin = bytes_and_twin(
+        dataset_dir, "icache", frac=0.3, seed=SEED, **OPTIONS
+    )
+    n = len(data.manifest)
+    sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
+    folder = dataset_dir / DEFAULT_PREFIX
+    with hotset.loader(
+        data,
+        system="icache",
+        system_options=OPTIONS,
+        cache=capacity,
+        batch_size=BATCH,
+        num_workers=workers,
+        seed=SEED,
+    ) as loader:
+        planner = Planner(twin, n=n, batch_size=BATCH, lag=loader.lag, sizes=sizes)
+        read: set[int] = set()
+        seen_files: set[str] = set()
+        for epoch in range(EPOCHS):
+            loader.set_epoch(epoch)
+            planner.begin(epoch)
+            plans = iter(planner.plans())
+            for _x, _y, ids, _w in loader:
+                plan = next(plans)  # the twin's plan of this very batch
+                read.update(plan.unit_reads.tolist())
+                planner.give(plan.index, plan.served, _loss(plan.served))
+                files = {f.name for f in folder.rglob("*.pkg")}
+                seen_files |= files
+                # no file left of a package a trained batch read
+                assert not {f"p{u:08d}.pkg" for u in read} & files
+                loader.update(ids, _loss(ids.numpy()))
+            planner.finish(val_accuracy=None)
+        writer = loader._packer
+        assert writer is not None and read and writer.deleted == len(read)
+        assert seen_files  # files did exist while they were needed

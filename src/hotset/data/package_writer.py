@@ -67,6 +67,7 @@ class PackageWriter:
         self.read_requests = 0
         self.read_bytes = 0
         self.written_bytes = 0
+        self.deleted = 0  # package files deleted once read
 
     @classmethod
     def for_policy(
@@ -107,6 +108,16 @@ class PackageWriter:
         self.read_requests += len(members)
         self.read_bytes += sum(len(b) for b in blobs)
         self.written_bytes += len(package)
+
+    def delete(self, u: int) -> bool:
+        """Delete package ``u``'s file once nothing will read it; False: the store is not
+        a local directory (its packages stay until the run's folder is removed)."""
+        root = local_root(self.store)
+        if root is None:
+            return False
+        (root / package_key(self.prefix, int(u))).unlink(missing_ok=True)
+        self.deleted += 1
+        return True
 
     def remove(self) -> None:
         """Delete this run's package folder when the store is a local directory."""

@@ -128,9 +128,14 @@ class Background:
 class PackageSet:
     """The packages a policy has defined (a UnitLayout that grows during training)."""
 
-    def __init__(self, sizes: IntArray, *, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self, sizes: IntArray, *, prefix: str = DEFAULT_PREFIX, reusable: bool = False
+    ) -> None:
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self.prefix = prefix
+        #: whether a package is read again after its first load (static packaging);
+        #: a driver deletes a package that is not once the batch reading it is done
+        self.reusable = reusable
         self._members: list[IntArray] = []
         self._bytes: list[int] = []
 

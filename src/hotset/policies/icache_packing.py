@@ -51,7 +51,7 @@ class Packer:
         self.seed = int(seed)
         self.static = packaging == "static"
         self.package_bytes = package_bytes
-        self.packages = PackageSet(self.sizes)
+        self.packages = PackageSet(self.sizes, reusable=self.static)
         self._queue: deque[int] = deque()  # dynamic: ids to pack; static: units to load
         self._packed: set[int] = set()  # static: units already written
         self._target = 1  # dynamic: this epoch's package size

@@ -883,6 +883,7 @@ class HotsetLoader:
         # Before iter(): with workers it already plans (and prefetches) the first batches.
         stats.baseline(self._readahead.counts, self._prefetcher.counts)
         self._worker_init.from_main_thread = threading.current_thread() is threading.main_thread()
+        self._packages.restart()  # plans are handed out afresh from here, in order
         it = iter(self._dataloader)
         # Only now: workers are forked by iter(), and no read-ahead thread may run then.
         planner = self._planner
@@ -919,6 +920,7 @@ class HotsetLoader:
                     # user sees the error itself, not torch's wrapper around its traceback
                     raise batch
                 x, y, ids, w, info = batch
+                self._packages.consumed()  # its packages were read: the files can go
                 stats.add(info, stall)
                 if info["skipped"]:
                     self._note_skipped(info["skipped_errors"])

@@ -16,10 +16,17 @@ main process when it is submitted: the thread never reads the policy's package
 set while the policy defines the next package. A failed write is raised in the
 main process by the plan that reads the package, or by the next plan after it
 fails, whichever comes first -- never dropped.
+
+A dynamic package is read once, so its file is deleted as soon as the batch
+that read it reaches the training loop (:meth:`PackingThread.consumed`):
+without that a long run would leave about as many package bytes per epoch as
+its L-samples weigh, in the data store. Static packages (``reusable``) are read
+every epoch and stay until the loader closes.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from hotset.data.package_writer import PackageWriter
@@ -43,6 +50,7 @@ class PackingThread:
         self._written: set[int] = set()
         #: plans that had to wait for their package's write (a stall the thread did not hide)
         self.waits = 0
+        self._reading: deque[list[int]] = deque()  # per plan handed out: packages it reads
 
     def write(self, plan: BatchPlan) -> None:
         """Submit ``plan``'s new packages; return once every package it reads is written."""
@@ -55,7 +63,9 @@ class PackingThread:
             if u not in self._written and u not in self._futures:
                 members = layout.members(int(u)).tolist()
                 self._futures[u] = self._executor().submit(self.writer.write_unit, u, members)
-        for u in dict.fromkeys(plan.unit_reads.tolist()):
+        reads = list(dict.fromkeys(plan.unit_reads.tolist()))
+        self._reading.append([] if getattr(layout, "reusable", False) else reads)
+        for u in reads:
             if u in self._written:
                 continue
             future = self._futures.pop(u, None)
@@ -66,6 +76,20 @@ class PackingThread:
                     self.waits += 1
                 future.result()
             self._written.add(u)
+
+    def restart(self) -> None:
+        """A new pass over the plans begins: plans handed out and never consumed are
+        forgotten (their packages stay until :meth:`remove`)."""
+        self._reading.clear()
+
+    def consumed(self) -> None:
+        """The oldest plan handed out reached the training loop: delete what only it read."""
+        if not self._reading:
+            return
+        units = self._reading.popleft()
+        if units and self.writer is not None:
+            for u in units:
+                self.writer.delete(u)
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
