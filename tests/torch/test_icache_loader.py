@@ -13,6 +13,7 @@ import hotset
 from hotset.engine.counters import COUNTER_KEYS, EpochCounts
 from hotset.engine.packages import DEFAULT_PREFIX
 from hotset.engine.planner import Planner
+from hotset.errors import HotsetError
 from hotset.policies.base import Outcome
 
 EPOCHS, BATCH, SEED = 4, 16, 2
@@ -111,3 +112,41 @@ def test_a_dynamic_package_file_is_deleted_once_its_batch_is_trained(
         writer = loader._packer
         assert writer is not None and read and writer.deleted == len(read)
         assert seen_files  # files did exist while they were needed
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_packages_go_to_package_dir_and_the_data_store_is_left_untouched(
+    dataset_dir: Path, tmp_path: Path, workers: int
+) -> None:
+    data, truth, capacity, _twin = bytes_and_twin(
+        dataset_dir, "icache_static_pack", frac=0.3, seed=SEED, **OPTIONS
+    )
+    before = sorted(p.relative_to(dataset_dir) for p in dataset_dir.rglob("*"))
+    pkg_dir = tmp_path / "packages"
+    with hotset.loader(
+        data,
+        system="icache_static_pack",
+        system_options=OPTIONS,
+        cache=capacity,
+        batch_size=BATCH,
+        num_workers=workers,
+        seed=SEED,
+        package_dir=pkg_dir,
+    ) as loader:
+        for epoch in range(EPOCHS):
+            loader.set_epoch(epoch)
+            for x, _y, ids, _w in loader:
+                for blob, sid in zip(x, ids.tolist(), strict=True):
+                    assert blob == truth[sid]
+                loader.update(ids, _loss(ids.numpy()))
+        assert any(pkg_dir.rglob("*.pkg"))  # written here, read back from here
+        assert sum(r["unit_reads"] for r in loader.report()) > 0
+        assert sorted(p.relative_to(dataset_dir) for p in dataset_dir.rglob("*")) == before
+    assert not any(pkg_dir.rglob("*.pkg"))
+
+
+def test_package_dir_is_refused_where_nothing_is_packed(dataset_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(HotsetError, match="builds no packages"):
+        hotset.loader(dataset_dir, system="lru", package_dir=tmp_path / "p")
+    with pytest.raises(HotsetError, match="package_dir must be a directory path"):
+        hotset.loader(dataset_dir, system="icache", package_dir=3)  # type: ignore[arg-type]

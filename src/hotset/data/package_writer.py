@@ -57,8 +57,11 @@ class PackageWriter:
         hashes: Sequence[str],
         sizes: npt.ArrayLike,
         prefix: str,
+        out: Any = None,
     ) -> None:
         self.store = store
+        #: where packages are written (``package_dir``); the data store by default
+        self.out = store if out is None else out
         self.keys = keys
         self.hashes = hashes
         self.sizes = np.asarray(sizes, dtype=np.int64)
@@ -79,10 +82,13 @@ class PackageWriter:
         hashes: Sequence[str],
         sizes: npt.ArrayLike,
         label: str,
+        out: Any = None,
     ) -> PackageWriter:
         """A writer for ``policy``'s packages under a prefix of this run's own, which the
         policy's package set takes too (so its keys name the files written here)."""
-        writer = cls(store, keys=keys, hashes=hashes, sizes=sizes, prefix=run_prefix(label))
+        writer = cls(
+            store, keys=keys, hashes=hashes, sizes=sizes, prefix=run_prefix(label), out=out
+        )
         policy.layout.prefix = writer.prefix
         return writer
 
@@ -104,7 +110,7 @@ class PackageWriter:
                     f"{self.keys[m]!r}: bytes read for a package do not match the manifest"
                 )
         package = encode(list(zip(members, blobs, strict=True)))
-        self.store.write(package_key(self.prefix, int(u)), package)
+        self.out.write(package_key(self.prefix, int(u)), package)
         self.read_requests += len(members)
         self.read_bytes += sum(len(b) for b in blobs)
         self.written_bytes += len(package)
@@ -112,7 +118,7 @@ class PackageWriter:
     def delete(self, u: int) -> bool:
         """Delete package ``u``'s file once nothing will read it; False: the store is not
         a local directory (its packages stay until the run's folder is removed)."""
-        root = local_root(self.store)
+        root = local_root(self.out)
         if root is None:
             return False
         (root / package_key(self.prefix, int(u))).unlink(missing_ok=True)
@@ -121,7 +127,7 @@ class PackageWriter:
 
     def remove(self) -> None:
         """Delete this run's package folder when the store is a local directory."""
-        root = local_root(self.store)
+        root = local_root(self.out)
         if root is None:
             return
         folder = root / self.prefix

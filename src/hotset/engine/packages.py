@@ -27,6 +27,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -195,9 +196,11 @@ class PackageFiles:
     serves a request from a package loaded by the same batch.
     """
 
-    def __init__(self, n: int, *, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(self, n: int, *, prefix: str = DEFAULT_PREFIX, store: Any = None) -> None:
         self.n = n
         self.prefix = prefix
+        #: where the package files are (the loader's ``package_dir``); None: the data store
+        self.store = store
 
     @property
     def n_chunks(self) -> int:

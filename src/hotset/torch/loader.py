@@ -74,6 +74,7 @@ from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.importance.table import as_ids, as_values
 from hotset.policies.base import Budget
+from hotset.storage.local import LocalStore
 from hotset.systems.base import System
 from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.dataset import HotsetDataset, open_dataset
@@ -159,6 +160,22 @@ def load_system_state(system: System, state: Mapping[str, Any]) -> None:
     system.train_loss[:] = [float(v) for v in state["train_loss"]]
 
 
+def _package_store(
+    package_dir: str | os.PathLike[str] | None, *, system: str, packs: bool
+) -> LocalStore | None:
+    """The local directory packages go to (``package_dir``); None: into the data store."""
+    if package_dir is None:
+        return None
+    if not isinstance(package_dir, str | os.PathLike):
+        raise HotsetError(f"package_dir must be a directory path, got {package_dir!r:.80}")
+    if not packs:
+        raise HotsetError(
+            f"package_dir={str(package_dir)!r}: system {system!r} builds no packages "
+            "(only iCACHE and ImPACT systems write them)"
+        )
+    return LocalStore(package_dir, create=True)
+
+
 class _PlanSampler(Sampler[Any]):
     """The DataLoader's sampler: each item is the next BatchPlan of the current epoch.
 
@@ -226,6 +243,7 @@ class HotsetLoader:
         system_options: Mapping[str, Any] | None = None,
         namespace: str | None = None,
         digest: str | os.PathLike[str] | Digest | None = None,
+        package_dir: str | os.PathLike[str] | None = None,
         lease_ttl_s: float = LEASE_TTL_S,
         on_error: str = "raise",
         check_store: str = "auto",
@@ -357,6 +375,7 @@ class HotsetLoader:
         #: of the workers: they read a package file as one request, by its key alone
         self._packer: PackageWriter | None = None
         unit_layout: UnitLayout | None = data.layout
+        package_store = _package_store(package_dir, system=system, packs=caps.packs)
         if caps.packs:
             self._packer = PackageWriter.for_policy(
                 self.system.policy,
@@ -365,8 +384,9 @@ class HotsetLoader:
                 hashes=manifest.hashes,
                 sizes=sizes,
                 label="loader",
+                out=package_store,
             )
-            unit_layout = PackageFiles(n, prefix=self._packer.prefix)
+            unit_layout = PackageFiles(n, prefix=self._packer.prefix, store=package_store)
         if readahead_bytes is None:
             # A policy that may serve another id in place of a miss, or reads whole
             # units, makes "not cached now" a poor guess of what will be read alone;
@@ -1076,8 +1096,9 @@ def loader(
     ``"memory"``) with the budget in ``cache_bytes=``. Other options: see
     :class:`HotsetLoader` (``num_workers``, ``seed``, ``pin_memory``,
     ``persistent_workers``, ``prefetch_factor``, ``io_threads``,
-    ``readahead_bytes``, ``verify``,
-    ``system_options``, ``progress``, ``check_store``, ``rank``/``world_size``,
+    ``readahead_bytes``, ``verify``, ``package_dir`` (where iCACHE/ImPACT write
+    their packages, a local directory created if missing; the data store by
+    default, which must then be writable), ``system_options``, ``progress``, ``check_store``, ``rank``/``world_size``,
     ``collate_fn``: from the list of decoded samples to a batch's ``x``).
 
     ``verify`` (on by default) checks every sample against the manifest's xxh3

@@ -138,14 +138,15 @@ class StoreReader:
         if layout is None:
             raise HotsetError(f"plan reads unit {unit}, but the dataset has no chunk layout")
         key = layout.chunk_keys[unit]
-        data = self.store.read(key)
         if isinstance(layout, PackageFiles):  # describes itself: check every member
+            data = (layout.store or self.store).read(key)
             for sid, blob in layout.split(unit, data).items():
                 if len(blob) != self._size_list[sid] or (
                     self.verify and xxh3_hex(blob) != self.hashes[sid]
                 ):
                     self._check(sid, blob)
             return data
+        data = self.store.read(key)
         want, digest = int(layout.chunk_sizes[unit]), layout.chunk_hashes[unit]
         if self.verify or len(data) != want:
             self._check_bytes(f"{key!r} (unit {unit})", data, want, digest, "the layout")
