@@ -20,7 +20,7 @@ def _loss(ids: np.ndarray, epoch: int) -> np.ndarray:
     return ((ids * 7919) % 101) / 100.0 + 0.05 + (ids % 10 == 0) * ((ids + epoch) % 5)
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [0, 2, 4])
 def test_impact_evaluates_s_from_the_cache_as_its_twin_does(
     dataset_dir: Path, workers: int
 ) -> None:
@@ -51,7 +51,9 @@ def test_impact_evaluates_s_from_the_cache_as_its_twin_does(
         for epoch in range(EPOCHS):
             asked.append([])
             loader.set_epoch(epoch)
-            for _x, _y, ids, _w in loader:
+            for x, _y, ids, _w in loader:
+                for blob, sid in zip(x, ids.tolist(), strict=True):
+                    assert blob == truth[sid], f"epoch {epoch}: id {sid} bytes differ"
                 loader.update(ids, _loss(ids.numpy(), epoch))
             planner.begin(epoch, evaluate=lambda ids: _loss(ids, 99))
             assert planner.evaluated == len(asked[-1])
@@ -60,6 +62,8 @@ def test_impact_evaluates_s_from_the_cache_as_its_twin_does(
             planner.finish(val_accuracy=None)
             assert loader.decisions().rows() == planner.log.rows(), f"epoch {epoch}"
         assert loader.evaluate_reads == 0  # S came from the static buffer
+        # the policy's own report (packages loaded, unused, S) is the twin's
+        assert loader.policy_summary() == twin.policy.summary()
     assert sum(len(a) for a in asked) > 0, "S was never re-evaluated: the test shows nothing"
 
 
