@@ -4,6 +4,7 @@ the decisions and counts of the engine's twin, and no package left behind."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,6 +25,19 @@ def _loss(ids: np.ndarray) -> np.ndarray:
     return ((ids * 7919) % 101) / 100.0 + 0.01
 
 
+def _loader(data: Any, system: str, capacity: int, workers: int, **options: Any) -> Any:
+    return hotset.loader(
+        data,
+        system=system,
+        system_options=OPTIONS,
+        cache=capacity,
+        batch_size=BATCH,
+        num_workers=workers,
+        seed=SEED,
+        **options,
+    )
+
+
 @pytest.mark.parametrize("system", ["icache", "icache_static_pack"])
 @pytest.mark.parametrize("workers", [0, 2, 4])
 def test_icache_reads_packages_byte_exact_as_its_twin_decides(
@@ -34,15 +48,7 @@ def test_icache_reads_packages_byte_exact_as_its_twin_decides(
     )
     n = len(data.manifest)
     sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
-    with hotset.loader(
-        data,
-        system=system,
-        system_options=OPTIONS,
-        cache=capacity,
-        batch_size=BATCH,
-        num_workers=workers,
-        seed=SEED,
-    ) as loader:
+    with _loader(data, system, capacity, workers) as loader:
         planner = Planner(twin, n=n, batch_size=BATCH, lag=loader.lag, sizes=sizes)
         want_counts = []
         for epoch in range(EPOCHS):
@@ -83,15 +89,7 @@ def test_a_dynamic_package_file_is_deleted_once_its_batch_is_trained(
     n = len(data.manifest)
     sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
     folder = dataset_dir / DEFAULT_PREFIX
-    with hotset.loader(
-        data,
-        system="icache",
-        system_options=OPTIONS,
-        cache=capacity,
-        batch_size=BATCH,
-        num_workers=workers,
-        seed=SEED,
-    ) as loader:
+    with _loader(data, "icache", capacity, workers) as loader:
         planner = Planner(twin, n=n, batch_size=BATCH, lag=loader.lag, sizes=sizes)
         read: set[int] = set()
         seen_files: set[str] = set()
@@ -123,16 +121,7 @@ def test_packages_go_to_package_dir_and_the_data_store_is_left_untouched(
     )
     before = sorted(p.relative_to(dataset_dir) for p in dataset_dir.rglob("*"))
     pkg_dir = tmp_path / "packages"
-    with hotset.loader(
-        data,
-        system="icache_static_pack",
-        system_options=OPTIONS,
-        cache=capacity,
-        batch_size=BATCH,
-        num_workers=workers,
-        seed=SEED,
-        package_dir=pkg_dir,
-    ) as loader:
+    with _loader(data, "icache_static_pack", capacity, workers, package_dir=pkg_dir) as loader:
         for epoch in range(EPOCHS):
             loader.set_epoch(epoch)
             for x, _y, ids, _w in loader:
