@@ -41,6 +41,8 @@ def test_cli_over_two_seeds(tmp_path: Path) -> None:
     assert (
         rows["lru"]["modeled_seconds_total_mean"] <= rows["pytorch"]["modeled_seconds_total_mean"]
     )
+    # a random order is no selection: identification precision is only for those
+    assert rows["pytorch"]["top1_precision_mean"] is None
     runs = doc["result"]["runs"]
     assert len(runs) == 4
     assert all(r["target"] == next(
@@ -53,3 +55,16 @@ def test_bad_seed_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         main(["bench", "train", "--root", str(tmp_path), "--seeds", "0,x"])
     assert exc.value.code == 2
     assert "--seeds" in capsys.readouterr().err
+
+
+def test_top1_precision_is_reported_over_the_selective_epochs() -> None:
+    from hotset.bench.train import _top1
+
+    rows = [
+        {"requests": 100},
+        {"requests": 100, "top1_precision": 0.2},  # a full epoch: not a selection
+        {"requests": 70, "top1_precision": 0.5},
+        {"requests": 80, "top1_precision": 1.0},
+    ]
+    assert _top1(rows) == 0.75
+    assert _top1(rows[:2]) is None

@@ -64,6 +64,7 @@ from hotset.engine.units import SubsetLayout, UnitLayout
 from hotset.errors import HotsetError, IntegrityError
 from hotset.policies.base import Budget, IntArray
 from hotset.samplers.base import EpochContext
+from hotset.sim.identification import top_precision
 from hotset.systems.base import System
 from hotset.systems.registry import build_system, capabilities_of
 
@@ -96,6 +97,7 @@ def run_live(
     compute_ms_per_batch: float = 0.0,
     train: bool = True,
     record_accesses: bool = False,
+    measure_identification: bool = False,
 ) -> dict[str, Any]:
     """Train for ``epochs`` epochs with ``system`` on ``dataset``; return the result JSON.
 
@@ -108,6 +110,10 @@ def run_live(
     those of a trained run, and the accuracy fields are ``None``. A system that
     learns from losses is refused. ``record_accesses`` adds ``"accesses"``: the
     requested training ids of each epoch, in order (for offline bounds).
+    ``measure_identification`` adds ``top1_precision`` to each trained epoch after
+    the first: how many of the truly top 1% samples (a forward pass over all of
+    them) the losses the sampler drew from rank there
+    (:mod:`hotset.sim.identification`; it changes no decision and no modeled time).
     """
     _validate(
         system=system,
@@ -234,6 +240,7 @@ def run_live(
                 batch_size=batch_size,
                 compute_seconds=compute_ms_per_batch / 1000.0,
                 layout=layout,
+                measure_identification=measure_identification,
             )
             epoch_rows = driver.run(epochs, future=future, progress=progress)
     finally:
@@ -423,8 +430,10 @@ class _Driver:
         batch_size: int,
         compute_seconds: float,
         layout: UnitLayout | None,
+        measure_identification: bool = False,
     ) -> None:
         self.system = system
+        self.measure_identification = measure_identification
         self.store = store
         self.trainer = trainer
         self.keys = keys
@@ -476,6 +485,7 @@ class _Driver:
         clock_start = self.store.now
         planner = self.planner
         planner.begin(epoch, evaluate=self._evaluate if self.trainer is not None else None)
+        identification = self._identification(epoch)
         order = planner.order
         #: what kind of order the sampler made (PADS: relaxed, aggressive, shuffle, ...)
         kind = str(getattr(self.system.sampler, "last_mode", ""))
@@ -503,12 +513,21 @@ class _Driver:
             "exact_hit_ratio": counts.exact_hit_ratio,
             "order": kind,
             "evaluated": planner.evaluated,
+            **identification,
             "train_loss": self.system.train_loss[-1] if trained else None,
             "val_accuracy": val_accuracy,
             "modeled_io_seconds": io_seconds,
             "modeled_epoch_seconds": self.store.now - clock_start,
             "wall_seconds": time.perf_counter() - wall_start,
         }
+
+    def _identification(self, epoch: int) -> dict[str, float]:
+        """``top1_precision`` of the losses this epoch was drawn from (when measured)."""
+        if not self.measure_identification or self.trainer is None or epoch == 0:
+            return {}
+        estimate = self.system.table.snapshot().losses
+        truth = self.trainer.forward_losses(np.arange(len(estimate), dtype=np.int64))
+        return {"top1_precision": top_precision(estimate, truth)}
 
     def _evaluate(self, ids: IntArray) -> npt.NDArray[np.float64]:
         """A forward pass over ``ids`` (bytes already in the cache: no storage read).
