@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from chunked_system import registered
-from hotset.data import SynthConfig, make_synth
-from hotset.data.chunks import pack_dataset
+from packed_support import packed_synth
 
 
 @pytest.fixture(autouse=True)
@@ -22,7 +21,6 @@ def chunked_systems() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def packed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """200 small PNGs, packed 8 per chunk in a seeded shuffle."""
-    path = tmp_path_factory.mktemp("engineds") / "ds"
-    make_synth(path, SynthConfig(n=200, image_size=8, classes=4, seed=3), workers=1)
-    pack_dataset(path, chunk_size=8, shuffle_seed=1)
-    return path
+    return packed_synth(
+        tmp_path_factory.mktemp("engineds") / "ds", n=200, seed=3, chunk_size=8, shuffle_seed=1
+    )

@@ -14,17 +14,15 @@ from pathlib import Path
 import pytest
 
 import hotset
-from hotset.data import SynthConfig, make_synth
-from hotset.data.chunks import pack_dataset
+from packed_support import packed_synth
 from redis_support import start_redis
 
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("quiverfault") / "ds"
-    make_synth(path, SynthConfig(n=240, image_size=8, classes=4, seed=3), workers=1)
-    pack_dataset(path, chunk_size=8, shuffle_seed=0)
-    return path
+    return packed_synth(
+        tmp_path_factory.mktemp("quiverfault") / "ds", n=240, seed=3, chunk_size=8, shuffle_seed=0
+    )
 
 
 @pytest.mark.parametrize("workers", [0, 2])

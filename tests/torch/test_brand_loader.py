@@ -9,18 +9,16 @@ import pytest
 from torch_support import epoch_once_byte_exact
 
 import hotset
-from hotset.data import SynthConfig, make_synth
-from hotset.data.chunks import pack_dataset
 from hotset.policies.base import Outcome
+from packed_support import packed_synth
 
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """120 small PNGs packed 8 per chunk in a seeded shuffle (Brand's chunk generation)."""
-    path = tmp_path_factory.mktemp("brandds") / "ds"
-    make_synth(path, SynthConfig(n=120, image_size=8, classes=4, seed=5), workers=1)
-    pack_dataset(path, chunk_size=8, shuffle_seed=2)
-    return path
+    return packed_synth(
+        tmp_path_factory.mktemp("brandds") / "ds", n=120, seed=5, chunk_size=8, shuffle_seed=2
+    )
 
 
 @pytest.mark.parametrize("workers", [0, 2])

@@ -15,17 +15,15 @@ import pytest
 
 import hotset
 from hotset.cachestore.chunk_refs import ChunkRefs
-from hotset.data import SynthConfig, make_synth
-from hotset.data.chunks import pack_dataset
+from packed_support import packed_synth
 from redis_support import RedisProcess
 
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("quiverjobs") / "ds"
-    make_synth(path, SynthConfig(n=960, image_size=8, classes=4, seed=4), workers=1)
-    pack_dataset(path, chunk_size=8, shuffle_seed=3)
-    return path
+    return packed_synth(
+        tmp_path_factory.mktemp("quiverjobs") / "ds", n=960, seed=4, chunk_size=8, shuffle_seed=3
+    )
 
 
 def _run(packed: Path, url: str, *, jobs: int, namespace: str | None) -> list[dict[str, int]]:

@@ -10,8 +10,8 @@ from torch_support import epoch_once_byte_exact
 
 import hotset
 from hotset.data import SynthConfig, make_synth
-from hotset.data.chunks import pack_dataset
 from hotset.policies.base import Outcome
+from packed_support import packed_synth
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +23,9 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("quiverpk") / "ds"
-    make_synth(path, SynthConfig(n=160, image_size=8, classes=4, seed=6), workers=1)
-    pack_dataset(path, chunk_size=8, shuffle_seed=1)
-    return path
+    return packed_synth(
+        tmp_path_factory.mktemp("quiverpk") / "ds", n=160, seed=6, chunk_size=8, shuffle_seed=1
+    )
 
 
 @pytest.mark.parametrize(("seed", "frac"), [(2, 0.2), (7, 0.05), (11, 0.5)])

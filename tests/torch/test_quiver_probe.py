@@ -15,20 +15,18 @@ from pathlib import Path
 import pytest
 
 import hotset
-from hotset.data import SynthConfig, make_synth
-from hotset.data.chunks import pack_dataset
 from hotset.policies.quiver_placement import DataSetSpace, place, probe_result
 from hotset.storage.throttled import ThrottledStore
+from packed_support import packed_synth
 
 PROBE = 5
 
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("quiverprobe") / "ds"
-    make_synth(path, SynthConfig(n=400, image_size=8, classes=4, seed=2), workers=1)
-    pack_dataset(path, chunk_size=16, shuffle_seed=0)
-    return path
+    return packed_synth(
+        tmp_path_factory.mktemp("quiverprobe") / "ds", n=400, seed=2, chunk_size=16, shuffle_seed=0
+    )
 
 
 def _times(packed: Path, *, compute_s: float, workers: int) -> list[float]:

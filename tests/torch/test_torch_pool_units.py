@@ -19,11 +19,10 @@ from typing import Any
 import pytest
 
 import hotset
-from hotset.data import SynthConfig, make_synth
-from hotset.data.chunks import pack_dataset
 from hotset.storage.local import LocalStore
 from hotset.storage.shared_throttle import SharedThrottledStore
 from hotset.systems.registry import get_spec, parse_system
+from packed_support import packed_synth
 
 
 def _unit_systems() -> list[str]:
@@ -39,10 +38,9 @@ def _unit_systems() -> list[str]:
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """160 small PNGs packed 8 per chunk in a seeded shuffle (20 chunks)."""
-    path = tmp_path_factory.mktemp("poolunits") / "ds"
-    make_synth(path, SynthConfig(n=160, image_size=8, classes=4, seed=11), workers=1)
-    pack_dataset(path, chunk_size=8, shuffle_seed=0)
-    return path
+    return packed_synth(
+        tmp_path_factory.mktemp("poolunits") / "ds", n=160, seed=11, chunk_size=8, shuffle_seed=0
+    )
 
 
 def _epoch(
