@@ -87,15 +87,30 @@ def test_st_hc_substitutes_from_the_h_cache() -> None:
 
 
 def test_h_is_resized_by_observed_access_frequencies() -> None:
-    p = _items(100)
+    p = _items(100, lookahead=False)  # the paper's rule
     p.update_importance(np.arange(100, dtype=np.float64))
     p.begin_epoch(1, np.arange(100, dtype=np.int64))  # 70 H ids, 30 L ids
+    assert (p.cap_h, p.cap_l) == (90, 10)  # nothing observed yet: the 90/10 start
     for sid in range(100):
         p.access(sid)
     p.begin_epoch(2, np.arange(100, dtype=np.int64))
     assert (p.cap_h, p.cap_l) == (70, 30)
     h, lo = p.regions()["h"], p.regions()["l"]
     assert h[1] + lo[1] == 100 and h[0] <= h[1] and lo[0] <= lo[1]
+
+
+def test_with_lookahead_h_is_sized_by_the_epochs_planned_requests() -> None:
+    """The plan is known: F_H and F_L are the epoch's own requests, repeats counted,
+    from its first epoch with an L-list on (no 90/10 start sized for no L traffic)."""
+    p = _items(100)
+    p.update_importance(np.arange(100, dtype=np.float64))
+    p.begin_epoch(1, np.arange(100, dtype=np.int64))  # 70 H ids, 30 L ids
+    assert (p.cap_h, p.cap_l) == (70, 30)
+    planned = np.concatenate([np.arange(100), np.full(20, 99)]).astype(np.int64)
+    p.begin_epoch(2, planned)  # F_H = 70 + 20 repeats of H id 99, F_L = 30
+    assert (p.cap_h, p.cap_l) == (75, 25)
+    p.begin_epoch(3, None)  # no plan: the last epoch's observed requests (none): kept
+    assert (p.cap_h, p.cap_l) == (75, 25)
 
 
 @pytest.mark.parametrize("lookahead", [True, False])

@@ -32,7 +32,11 @@ ranked. Before any importance is known every id is H.
 
 Sizing: H starts at ``h_start`` (90%) of the budget, L gets the rest; at every
 epoch boundary H is re-sized to ``total * F_H / (F_H + F_L)`` from the epoch's
-observed accesses to H- and L-samples (kept when either count is 0). A region
+observed accesses to H- and L-samples (kept when either count is 0). With
+lookahead (beyond the paper) the frequencies are the new epoch's *planned*
+requests to H- and L-samples: the same formula with the frequencies the epoch
+will have rather than those the last one had, so the first epoch with an L-list
+is not served by a 10% L-cache sized for no L traffic at all. A region
 left over its new capacity shrinks lazily: the next admission into the other
 region evicts from it first, so every eviction is part of a :class:`Decision`
 and the used bytes of both regions never exceed the total budget. Meanwhile
@@ -223,13 +227,25 @@ class ICache(Policy):
         lookahead = self.lookahead and planned is not None
         self._pending = set(np.asarray(planned).tolist()) if lookahead else None
         self._partition()
-        if self.resize and self.f_h > 0 and self.f_l > 0:
-            self.cap_h = min(self.total, math.floor(self.total * self.f_h / (self.f_h + self.f_l)))
-        self.f_h = self.f_l = 0
         self.missed = []
         self._hot = self._h_list(planned)
+        self._resize(planned if lookahead else None)
+        self.f_h = self.f_l = 0
         self._unserved_l = IndexedSet(self._l.items())
         self._unserved_h = IndexedSet(sorted(self._h))
+
+    def _resize(self, planned: IntArray | None) -> None:
+        """Size H by ``F_H / (F_H + F_L)``: this epoch's planned requests when known,
+        else the last epoch's observed ones (kept when either count is 0)."""
+        if not self.resize:
+            return
+        f_h, f_l = self.f_h, self.f_l
+        if planned is not None and self._hot is not None:
+            hot = self._hot
+            f_h = sum(1 for s in np.asarray(planned).tolist() if s in hot)
+            f_l = len(planned) - f_h
+        if f_h > 0 and f_l > 0:
+            self.cap_h = min(self.total, math.floor(self.total * f_h / (f_h + f_l)))
 
     def _h_list(self, planned: IntArray | None) -> set[int] | None:
         if self._scores is None:

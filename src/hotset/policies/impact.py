@@ -102,13 +102,16 @@ class ImpactCache(PackedICache):
             self._s_ids = frozenset(self.tracker.s_ids.tolist())
             self.total = self.full_total - self.s_cap
             self.cap_h = math.floor(self.total * self.h_start)
-        if self.warm:
-            self.f_h = self.f_l = 0  # no re-sizing from warm-up traffic
         super().begin_epoch(epoch, planned)  # swaps the shadow heap in
         if ending:
             self._move_to_buffer()
         if self.warm:
             self._hot = None  # every sample H: no L traffic, no packages
+
+    def _resize(self, planned: IntArray | None) -> None:
+        """No re-sizing during the warm-up: one static cache over the whole budget."""
+        if not self.warm:
+            super()._resize(planned)
 
     def _move_to_buffer(self) -> None:
         """Residents of the warm-up cache that belong to S move to the static buffer.
