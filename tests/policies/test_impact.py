@@ -14,7 +14,7 @@ from budget_support import check_budget
 from hotset.engine.planner import Planner
 from hotset.errors import HotsetError
 from hotset.policies.base import Budget, Outcome
-from hotset.policies.impact import ImpactCache, ImpactHistoryCache
+from hotset.policies.impact import ImpactCache, ImpactHistoryCache, ImpactRealtimeCache
 from hotset.systems.base import System
 from hotset.systems.registry import build_system
 
@@ -98,6 +98,18 @@ def test_buffered_s_is_re_evaluated_before_each_draw_and_history_skips_it() -> N
     assert isinstance(history.policy, ImpactHistoryCache)
     assert not history.capabilities.evaluates
     assert all(len(r["evaluated"]) == 0 for r in _run(history, 10))  # type: ignore[arg-type]
+
+
+def test_realtime_re_evaluates_every_sample_after_the_warm_up_only() -> None:
+    system = _system("impact_realtime")
+    assert isinstance(system.policy, ImpactRealtimeCache)
+    rows = _run(system, 10)
+    k = system.policy.tracker.k
+    assert k is not None and k < 10
+    # the warm-up ends at epoch k's draw, after its (empty) re-evaluation
+    assert all(len(r["evaluated"]) == 0 for r in rows[: k + 1])  # type: ignore[arg-type]
+    for r in rows[k + 1 :]:
+        assert r["evaluated"].tolist() == list(range(N))  # type: ignore[union-attr]
 
 
 def test_the_evaluation_changes_the_draw() -> None:

@@ -87,7 +87,9 @@ def test_iis_reads_fewer_samples_outside_full_epochs_and_l_substitutes() -> None
     assert sum(r["subs"] for r in lru) == 0
 
 
-@pytest.mark.parametrize("name", ["icache", "icache_st_hc", "impact", "impact_history"])
+@pytest.mark.parametrize(
+    "name", ["icache", "icache_st_hc", "impact", "impact_history", "impact_realtime"]
+)
 def test_lookahead_is_on_by_default_and_the_papers_rule_is_an_option(name: str) -> None:
     budget = Budget(capacity_bytes=100, sizes=np.full(50, 10, dtype=np.int64))
     on = build_system(name, n=50, budget=budget, seed=0)

@@ -111,6 +111,7 @@ def run(
                 / max(1, sum(r["requests"] for r in rows[1:])),
                 "pack_reads_per_epoch": sum(r["pack_reads"] for r in rows) / len(rows),
                 "evaluated_per_epoch": sum(r["evaluated"] for r in rows) / len(rows),
+                "evaluate_reads_per_epoch": sum(r["evaluate_reads"] for r in rows) / len(rows),
                 "top1_precision": _top1(rows),
                 "policy": result["policy"],
                 "unique_ids_trained_per_epoch": sum(r["unique_ids_trained"] for r in rows)
@@ -158,6 +159,9 @@ def run(
                     "evaluated_per_epoch_mean": _mean_std([r["evaluated_per_epoch"] for r in mine])[
                         0
                     ],
+                    "evaluate_reads_per_epoch_mean": _mean_std(
+                        [r["evaluate_reads_per_epoch"] for r in mine]
+                    )[0],
                     "top1_precision_mean": _mean_std(
                         [r["top1_precision"] for r in mine if r["top1_precision"] is not None]
                     )[0],
@@ -190,7 +194,9 @@ def run(
             "pack_reads: samples iCACHE's packer read in the background to write packages (their "
             "time is charged to the modeled store, not counted in storage_requests); evaluated: "
             "samples ImPACT re-evaluated before a draw (a forward pass charged a third of a "
-            "step's compute per sample, its bytes from the static buffer).",
+            "step's compute per sample, its bytes from the cache where it holds them); "
+            "evaluate_reads: those the cache lacked, read from the modeled store first (their "
+            "wait charged; not counted in storage_requests).",
             "top1_precision: over the epochs whose order was a selection, the share of the truly "
             "top 1% samples by loss (a forward pass over all of them as the epoch is drawn, "
             "charged nothing) that the losses the sampler drew from also rank top 1% "

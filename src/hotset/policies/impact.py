@@ -240,3 +240,20 @@ class ImpactHistoryCache(ImpactCache):
 
     def to_evaluate(self) -> IntArray:
         return np.zeros(0, dtype=np.int64)
+
+
+class ImpactRealtimeCache(ImpactCache):
+    """``impact_realtime``: every sample re-evaluated before each post-warm-up draw.
+
+    ImPACT §V-E's *realtime* comparator: exact estimates for everyone, at the price
+    of a forward pass over the whole data set each epoch and a storage read of
+    every sample the cache does not hold. It bounds what any evaluator can gain
+    from better estimates; the caches are ImPACT's, so only the evaluator differs.
+    """
+
+    name: ClassVar[str] = "impact_realtime"
+
+    def to_evaluate(self) -> IntArray:
+        if self.warm:
+            return np.zeros(0, dtype=np.int64)
+        return np.arange(self.tracker.n, dtype=np.int64)

@@ -452,6 +452,8 @@ class _Driver:
         self.coverage = Coverage(len(keys))
         #: the requested ids of each epoch, in order
         self.orders: list[IntArray] = []
+        #: samples the epoch's re-evaluation read from the store (the cache lacked them)
+        self.evaluate_reads = 0
 
     def run(
         self, epochs: int, *, future: list[IntArray] | None, progress: bool
@@ -484,6 +486,7 @@ class _Driver:
         wall_start = time.perf_counter()
         clock_start = self.store.now
         planner = self.planner
+        self.evaluate_reads = 0
         planner.begin(epoch, evaluate=self._evaluate if self.trainer is not None else None)
         identification = self._identification(epoch)
         order = planner.order
@@ -513,6 +516,7 @@ class _Driver:
             "exact_hit_ratio": counts.exact_hit_ratio,
             "order": kind,
             "evaluated": planner.evaluated,
+            "evaluate_reads": self.evaluate_reads,
             **identification,
             "train_loss": self.system.train_loss[-1] if trained else None,
             "val_accuracy": val_accuracy,
@@ -530,12 +534,20 @@ class _Driver:
         return {"top1_precision": top_precision(estimate, truth)}
 
     def _evaluate(self, ids: IntArray) -> npt.NDArray[np.float64]:
-        """A forward pass over ``ids`` (bytes already in the cache: no storage read).
+        """A forward pass over ``ids``, their bytes from the cache where it holds them.
 
+        As in the loader (``evaluate_with``), a sample the cache does not hold is
+        read from the store first (counted in ``evaluate_reads``, its wait charged).
         Modeled compute: a third of a training step per sample (forward only), at
         ``compute_seconds`` per batch.
         """
         assert self.trainer is not None
+        policy = self.system.policy
+        missing = [int(s) for s in ids.tolist() if s not in policy]
+        self.evaluate_reads = len(missing)
+        if missing:
+            self._read(missing, [])
+            self.store.sync()
         if self.compute_seconds:
             self.store.advance(self.compute_seconds * len(ids) / (3 * self.planner.batch_size))
         return self.trainer.forward_losses(ids)

@@ -1,11 +1,13 @@
 """ImPACT (IEEE TC'25): iCACHE's caches + importance-informed prefetch with the hybrid evaluator.
 
-==================  ======================================================================
-``impact``          warm-up (full epochs, static caching) until S is stable; then S in a
-                    static buffer, re-evaluated before every draw; IIS selection over the
-                    hybrid estimates; H/L caches with dynamic packages
-``impact_history``  the same, but S is never re-evaluated: history-only estimates
-==================  ======================================================================
+====================  ======================================================================
+``impact``            warm-up (full epochs, static caching) until S is stable; then S in a
+                      static buffer, re-evaluated before every draw; IIS selection over the
+                      hybrid estimates; H/L caches with dynamic packages
+``impact_history``    the same, but S is never re-evaluated: history-only estimates
+``impact_realtime``   the same, but every sample is re-evaluated before each draw (read
+                      from storage when the cache does not hold it): exact estimates
+====================  ======================================================================
 
 One :class:`~hotset.importance.rank_variance.RankTracker` is shared by the sampler
 (:class:`~hotset.samplers.impact.ImpactSampler`: full epochs until the tracker is
@@ -24,7 +26,7 @@ from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.base import Budget
 from hotset.policies.icache import H_SHARE, H_START
-from hotset.policies.impact import ImpactCache, ImpactHistoryCache
+from hotset.policies.impact import ImpactCache, ImpactHistoryCache, ImpactRealtimeCache
 from hotset.samplers.iis import BETA, WINDOW
 from hotset.samplers.impact import ImpactSampler
 from hotset.systems.base import System, SystemSpec, with_defaults
@@ -90,5 +92,12 @@ SPECS: list[SystemSpec] = [
         "ImPACT ablation: history-only importance estimates (S never re-evaluated)",
         "ImPACT IEEE TC'25 §V-E (hybrid vs history)",
         _system("impact_history", ImpactHistoryCache),
+    ),
+    SystemSpec(
+        "impact_realtime",
+        "ImPACT ablation: every sample re-evaluated before each draw (exact estimates, a "
+        "forward pass over the data set and a read of each uncached sample per epoch)",
+        "ImPACT IEEE TC'25 §V-E (realtime)",
+        _system("impact_realtime", ImpactRealtimeCache),
     ),
 ]
