@@ -1,4 +1,5 @@
-"""Identification precision (ImPACT Fig. 15): the measure, and that measuring changes nothing."""
+"""Identification precision (ImPACT Fig. 15): the measure, that measuring changes nothing,
+and what re-evaluating costs: bytes from the cache, the rest read."""
 
 from __future__ import annotations
 
@@ -46,9 +47,9 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _run(dataset: Path, **kw: Any) -> dict[str, Any]:
+def _run(dataset: Path, system: str = "impact", **kw: Any) -> dict[str, Any]:
     return run_live(
-        system="impact",
+        system=system,
         options={"window": 64, "max_warm_up": 3},
         dataset=str(dataset),
         cache_frac=0.3,
@@ -69,3 +70,25 @@ def test_measuring_changes_no_decision_and_no_modeled_time(dataset: Path) -> Non
         assert {k: v for k, v in a.items() if k != "wall_seconds"} == {
             k: v for k, v in b.items() if k != "wall_seconds"
         }
+
+
+def test_hybrid_evaluates_from_the_static_buffer_and_realtime_reads_the_rest(
+    dataset: Path,
+) -> None:
+    kw: dict[str, Any] = {"compute_ms_per_batch": 10.0, "measure_identification": True}
+    hybrid, realtime = _run(dataset, **kw), _run(dataset, "impact_realtime", **kw)
+    k = realtime["policy"]["warm_up_epochs"]
+    assert k == hybrid["policy"]["warm_up_epochs"] and k + 2 <= 7
+    assert any(r["evaluated"] for r in hybrid["epochs"])
+    assert all(r["evaluate_reads"] == 0 for r in hybrid["epochs"])  # S is buffered
+    n = realtime["epochs"][0]["requests"]  # the first epoch reads every sample
+    for row in realtime["epochs"][k + 1 :]:
+        assert row["evaluated"] == n
+        # 30% of the bytes are cached: at least the other 70% are read first
+        assert 0.7 * n <= row["evaluate_reads"] < n
+        assert row["top1_precision"] == 1.0  # the draw saw every current loss
+    for a, b in zip(hybrid["epochs"][: k + 1], realtime["epochs"][: k + 1], strict=True):
+        assert a["modeled_epoch_seconds"] == b["modeled_epoch_seconds"]  # same until then
+    later = slice(k + 1, None)
+    slow = sum(r["modeled_epoch_seconds"] for r in realtime["epochs"][later])
+    assert slow > sum(r["modeled_epoch_seconds"] for r in hybrid["epochs"][later])
