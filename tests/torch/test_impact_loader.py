@@ -4,6 +4,7 @@ before each draw, and the loader decides what the engine's twin decides."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +19,20 @@ OPTIONS = {"window": 32, "max_warm_up": 3}  # 200 ids: a short window, a short w
 
 def _loss(ids: np.ndarray, epoch: int) -> np.ndarray:
     return ((ids * 7919) % 101) / 100.0 + 0.05 + (ids % 10 == 0) * ((ids + epoch) % 5)
+
+
+def _loader(
+    data: Any, system: str, capacity: int, *, workers: int = 0, options: Any = None
+) -> hotset.torch.HotsetLoader:
+    return hotset.loader(
+        data,
+        system=system,
+        system_options=OPTIONS if options is None else options,
+        cache=capacity,
+        batch_size=BATCH,
+        num_workers=workers,
+        seed=SEED,
+    )
 
 
 @pytest.mark.parametrize(
@@ -42,15 +57,7 @@ def test_impact_evaluates_s_from_the_cache_as_its_twin_does(
         asked[-1] += got
         return _loss(np.asarray(got), 99)
 
-    with hotset.loader(
-        data,
-        system=system,
-        system_options=OPTIONS,
-        cache=capacity,
-        batch_size=BATCH,
-        num_workers=workers,
-        seed=SEED,
-    ) as loader:
+    with _loader(data, system, capacity, workers=workers) as loader:
         loader.evaluate_with(forward)
         planner = Planner(twin, n=n, batch_size=BATCH, lag=loader.lag, sizes=sizes)
         for epoch in range(EPOCHS):
@@ -78,9 +85,7 @@ def test_impact_evaluates_s_from_the_cache_as_its_twin_does(
 def test_impact_without_an_evaluator_warns_once(dataset_dir: Path) -> None:
     data = hotset.open_dataset(dataset_dir, decode="bytes")
     capacity = int(0.3 * np.sum(data.manifest.sizes))
-    with hotset.loader(
-        data, system="impact", system_options=OPTIONS, cache=capacity, batch_size=BATCH, seed=SEED
-    ) as loader:
+    with _loader(data, "impact", capacity) as loader:
         with pytest.warns(UserWarning, match="evaluate_with") as record:
             for epoch in range(EPOCHS):
                 loader.set_epoch(epoch)
@@ -111,9 +116,7 @@ def test_a_selective_epoch_resumes_exactly_from_a_checkpoint(
     options = OPTIONS if system == "impact" else {"warm_up": 1, "window": 32}
 
     def make() -> hotset.torch.HotsetLoader:
-        ld = hotset.loader(
-            data, system=system, system_options=options, cache=capacity, batch_size=BATCH, seed=SEED
-        )
+        ld = _loader(data, system, capacity, options=options)
         ld.evaluate_with(lambda _x, _y, ids: _loss(ids.numpy(), 99))
         return ld
 

@@ -1098,8 +1098,9 @@ def loader(
     ``persistent_workers``, ``prefetch_factor``, ``io_threads``,
     ``readahead_bytes``, ``verify``, ``package_dir`` (where iCACHE/ImPACT write
     their packages, a local directory created if missing; the data store by
-    default, which must then be writable), ``system_options``, ``progress``, ``check_store``, ``rank``/``world_size``,
-    ``collate_fn``: from the list of decoded samples to a batch's ``x``).
+    default, which must then be writable), ``system_options``, ``progress``,
+    ``check_store``, ``rank``/``world_size``, ``collate_fn``: from the list of
+    decoded samples to a batch's ``x``).
 
     ``verify`` (on by default) checks every sample against the manifest's xxh3
     before it reaches training: a file read from storage that does not match is

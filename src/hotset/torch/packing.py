@@ -56,7 +56,7 @@ class PackingThread:
         """Submit ``plan``'s new packages; return once every package it reads is written."""
         if self.writer is None:
             return
-        self._raise_failed()
+        self._collect(wait=False)
         layout = self._system.policy.layout
         assert layout is not None
         for u in dict.fromkeys(plan.packs.tolist()):
@@ -96,20 +96,18 @@ class PackingThread:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hotset-packer")
         return self._pool
 
-    def _raise_failed(self) -> None:
-        """Raise the first failed background write (its own exception)."""
+    def _collect(self, *, wait: bool) -> None:
+        """Note the finished writes -- every submitted one, waiting, with ``wait`` --
+        raising the first failure (its own exception)."""
         for u, future in list(self._futures.items()):
-            if future.done():
+            if wait or future.done():
                 del self._futures[u]
                 future.result()
                 self._written.add(u)
 
     def drain(self) -> None:
         """Wait for every submitted write (raising the first failure)."""
-        for u, future in list(self._futures.items()):
-            del self._futures[u]
-            future.result()
-            self._written.add(u)
+        self._collect(wait=True)
 
     def remove(self) -> None:
         """Stop the thread (waiting for a write in progress), then delete the run's files."""
