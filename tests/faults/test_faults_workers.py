@@ -16,20 +16,14 @@ from hotset.data import SynthConfig, make_synth
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc")
 
 LOADER_VICTIM = """
-    import os, time
+    import os, sys, time
+    sys.path.insert(0, {faults!r})  # victim_support: a decode a fork server's worker can import
     import hotset
+    from victim_support import stuck_after_first_batch
 
-    seen = 0
-
-    def decode(data, key):
-        global seen
-        seen += 1
-        if seen > 4:
-            time.sleep(120)  # every read after the first batch is stuck on slow storage
-        return os.getpid()
-
-    data = hotset.open_dataset({path!r}, decode=decode)
-    loader = hotset.loader(data, system="lru", cache=0.5, batch_size=4, num_workers=2, seed=0)
+    data = hotset.open_dataset({path!r}, decode=stuck_after_first_batch)
+    loader = hotset.loader(data, system="lru", cache=0.5, batch_size=4, num_workers=2, seed=0,
+                           multiprocessing_context={context!r})
     it = iter(loader)
     pids = set()
     for _ in range(2):
@@ -40,10 +34,16 @@ LOADER_VICTIM = """
 """
 
 
-def test_sigkilled_loader_takes_its_workers_along(tmp_path: Path, victims: list[Victim]) -> None:
+@pytest.mark.parametrize("context", ["fork", "forkserver"])
+def test_sigkilled_loader_takes_its_workers_along(
+    tmp_path: Path, victims: list[Victim], context: str
+) -> None:
+    """With a fork server the workers' parent is the server: it exits with the main
+    process, and its workers with it."""
     path = tmp_path / "ds"
     make_synth(path, SynthConfig(n=64, image_size=8, classes=2, seed=0), workers=1)
-    victim = Victim(LOADER_VICTIM.format(path=str(path)))
+    faults = str(Path(__file__).resolve().parent)
+    victim = Victim(LOADER_VICTIM.format(path=str(path), faults=faults, context=context))
     victims.append(victim)
     main, *workers = (int(p) for p in victim.line().split())
     assert len(workers) == 2 and not any(gone(w) for w in workers)

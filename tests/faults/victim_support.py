@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 READY_TIMEOUT = 60.0
 
@@ -62,3 +63,18 @@ def gone(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return True
     return state in (b"Z", b"X")
+
+
+_decoded = 0
+
+
+def stuck_after_first_batch(data: bytes, key: str) -> int:
+    """A loader decode whose reads after the first four hang (slow storage); the worker's pid.
+
+    Here, not in a victim's own code, so a worker started by a fork server can import it.
+    """
+    global _decoded
+    _decoded += 1
+    if _decoded > 4:
+        time.sleep(120)
+    return os.getpid()

@@ -122,18 +122,30 @@ def test_break_mid_epoch_then_continue(dataset_dir: Path) -> None:
         assert len(loader.report()) == 2
 
 
-def test_spawned_persistent_workers(dataset_dir: Path) -> None:
-    """Spawned workers get the cache, the sequencer and the store by pickle, not by fork."""
+@pytest.mark.parametrize(
+    ("context", "persistent"),
+    [("spawn", True), ("forkserver", False), ("forkserver-object", True)],
+)
+def test_spawned_and_forkserver_workers(dataset_dir: Path, context: str, persistent: bool) -> None:
+    """Workers started without a fork of this process get the cache, the sequencer and the
+    store by pickle. A fork server's worker follows the server, not this process, to its
+    death (a worker that took the server for a wrong parent killed itself at once); a
+    context object serves as well as its name."""
+    import multiprocessing
+
     data = hotset.open_dataset(dataset_dir, decode="bytes")
     store_bytes = [data.store.read(k) for k in data.manifest.keys]
+    method = context.removesuffix("-object")
     with hotset.loader(
         data,
         system="lru",
         cache=0.3,
         batch_size=16,
         num_workers=2,
-        persistent_workers=True,
-        multiprocessing_context="spawn",
+        persistent_workers=persistent,
+        multiprocessing_context=multiprocessing.get_context(method)
+        if method != context
+        else method,
         verify=True,
     ) as loader:
         for epoch in range(2):

@@ -48,6 +48,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import multiprocessing
+import multiprocessing.context
 import os
 import threading
 import time
@@ -79,6 +81,7 @@ from hotset.systems.base import System
 from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BACKEND_ERRORS, BatchFetcher, identity_collate
+from hotset.torch.forksafe import start_method_name, worker_start_method
 from hotset.torch.packing import PackingThread
 from hotset.torch.prefetch import UnitPrefetcher
 from hotset.torch.ranks import active_world, merge_epoch
@@ -249,7 +252,7 @@ class HotsetLoader:
         check_store: str = "auto",
         progress: bool = False,
         timeout: float = 0.0,
-        multiprocessing_context: str | None = None,
+        multiprocessing_context: str | multiprocessing.context.BaseContext | None = None,
         worker_init_fn: Callable[[int], None] | None = None,
         collate_fn: Callable[[list[Any]], Any] | None = None,
     ) -> None:
@@ -316,8 +319,6 @@ class HotsetLoader:
                 f"worker_init_fn must be callable or None, got {worker_init_fn!r:.80}"
             )
         if multiprocessing_context is not None:
-            import multiprocessing
-
             methods = multiprocessing.get_all_start_methods()
             if isinstance(multiprocessing_context, str):
                 if multiprocessing_context not in methods:
@@ -346,6 +347,11 @@ class HotsetLoader:
         world_size = _check_int("world_size", 1 if world_size is None else world_size, 1)
         if rank >= world_size:
             raise HotsetError(f"rank {rank} is not below world_size {world_size}")
+        multiprocessing_context, start_why = worker_start_method(
+            multiprocessing_context, num_workers=num_workers
+        )
+        if start_why is not None:
+            warnings.warn(f"hotset: {start_why}", RuntimeWarning, stacklevel=3)
 
         manifest = data.manifest
         n = len(manifest)
@@ -436,6 +442,9 @@ class HotsetLoader:
         self.batch_size = batch_size
         self.num_workers = num_workers
         self.rank, self.world_size = rank, world_size
+        #: how DataLoader starts workers: None is its default (fork on Linux); see
+        #: hotset.torch.forksafe for when the loader chooses "forkserver" itself
+        self.multiprocessing_context = multiprocessing_context
         self.seed = seed
         self.lag = lag
         self.capacity_bytes = capacity if caching else 0
@@ -503,7 +512,9 @@ class HotsetLoader:
         #: samples evaluate_with read from storage because the cache did not hold them
         self.evaluate_reads = 0
         #: workers die with the main process (see hotset.torch.workers), then the user's init
-        self._worker_init = WorkerInit(worker_init_fn)
+        self._worker_init = WorkerInit(
+            worker_init_fn, forkserver=start_method_name(multiprocessing_context) == "forkserver"
+        )
         self._dataloader: DataLoader[Any] | None = DataLoader(
             self._fetcher,
             batch_size=None,

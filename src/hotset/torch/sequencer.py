@@ -18,12 +18,14 @@ nor corrupt the cache.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.context
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from hotset.errors import HotsetError
+from hotset.torch.forksafe import as_context
 
 _WRITTEN, _GENERATION = 0, 1
 _POLL_S = 0.0002
@@ -38,8 +40,13 @@ class StalePlan(HotsetError):
 class Sequencer:
     """The shared ``written_upto`` counter and generation, plus the writers' lock."""
 
-    def __init__(self, *, context: str | None = None, timeout_s: float = DEFAULT_WAIT_TIMEOUT_S):
-        ctx = multiprocessing.get_context(context)
+    def __init__(
+        self,
+        *,
+        context: str | multiprocessing.context.BaseContext | None = None,
+        timeout_s: float = DEFAULT_WAIT_TIMEOUT_S,
+    ):
+        ctx = as_context(context)
         self._lock: Any = ctx.Lock()
         self._state: Any = ctx.RawArray("q", 2)
         self.timeout_s = timeout_s

@@ -12,20 +12,24 @@ called first thing in a worker (``worker_init_fn``).
 
 Caveats. The "parent" is the *thread* that forked the worker: a DataLoader
 iterated from a thread that then exits takes its workers with it. With the
-``forkserver`` start method the parent is the fork server. The setting is
-cleared on exec and is not inherited by the worker's own children.
+``forkserver`` start method the parent is the fork server, which does not exit
+while its workers live; :func:`exit_with_starter` watches the main process
+instead. The setting is cleared on exec and is not inherited by the worker's
+own children.
 """
 
 from __future__ import annotations
 
 import ctypes
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 
-__all__ = ["WorkerInit", "exit_with_parent"]
+__all__ = ["WorkerInit", "exit_with_parent", "exit_with_starter"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -66,6 +70,31 @@ def exit_with_parent(sig: int = signal.SIGKILL, *, parent_pid: int | None = None
     return True
 
 
+def exit_with_starter(sig: int = signal.SIGKILL) -> bool:
+    """Send ``sig`` to this process once the process that started it exits (a thread watches).
+
+    For a process started through a fork server, where :func:`exit_with_parent`
+    cannot help: the kernel's parent is the server, and the server stays up as
+    long as any process it started holds the pipe whose closing tells it its
+    client is gone, which each started worker does. PyTorch's own watchdog
+    compares the parent pid with the server's, so it never fires either.
+    multiprocessing gives every started process a sentinel of its starter
+    (readable once the starter exits); a daemon thread waits on it. Returns
+    False outside a multiprocessing child.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return False
+    sentinel = parent.sentinel
+
+    def watch() -> None:
+        multiprocessing.connection.wait([sentinel])
+        os.kill(os.getpid(), sig)
+
+    threading.Thread(target=watch, name="hotset-starter-watch", daemon=True).start()
+    return True
+
+
 class WorkerInit:
     """The loader's ``worker_init_fn``: tie the worker to its parent, then run the user's.
 
@@ -76,12 +105,17 @@ class WorkerInit:
     PyTorch's own watchdog alone.
     """
 
-    def __init__(self, user_fn: Callable[[int], None] | None) -> None:
+    def __init__(self, user_fn: Callable[[int], None] | None, *, forkserver: bool = False) -> None:
         self.user_fn = user_fn
         self.from_main_thread = True
+        #: started by a fork server: the kernel's parent is the server, which outlives
+        #: the main process (see exit_with_starter), so the worker watches the main one
+        self.forkserver = forkserver
 
     def __call__(self, worker_id: int) -> None:
-        if self.from_main_thread:
+        if self.forkserver:
+            exit_with_starter()
+        elif self.from_main_thread:
             exit_with_parent()
         if self.user_fn is not None:
             self.user_fn(worker_id)

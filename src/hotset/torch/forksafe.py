@@ -1,0 +1,121 @@
+"""Start DataLoader workers so that none can hang before running a line.
+
+Why
+---
+CPython 3.11 before 3.11.10 (gh-112275; 3.12 never had it) re-initialises the
+interpreter's thread-state lock in a forked child only *after* it has used it.
+If another thread of the parent held that lock at the instant of ``fork()``, the
+child blocks on it forever, inside ``os.fork()``, before any of its own code
+runs; PyTorch's DataLoader then waits on that worker with no timeout.
+
+A thread holds the lock, without the GIL, while it creates a Python thread
+state, which is what a C++ thread does when it must touch a Python object.
+torch.distributed's gloo threads do so by themselves after every collective:
+finishing a collective's work they drop the tensors Python handed it, and a
+tensor whose last owner is C++ takes the GIL to free its Python object. So a
+process that runs a collective (hotset's end-of-epoch importance merge, DDP's
+all-reduces) and then forks workers for the next epoch races those threads.
+``tests/torch/rank_systems_job.py`` (about 40 loaders with workers per rank)
+hung in 3 of 52 runs on a 2-core machine, each time a worker stuck in
+``PyOS_AfterFork_Child``. The other side of the race, seen with gdb in ranks
+that only call ``all_gather_object``: a gloo thread in ``PyThreadState_New``,
+called from ``~AsyncAllgatherWork``.
+
+What
+----
+When no start method was asked for, workers would be forked (Linux's default),
+torch.distributed is initialised and the Python is one of those, the loader
+starts workers with ``forkserver`` instead: the fork server is a fresh
+single-threaded interpreter, so the fork happens where no other thread exists.
+The server preloads torch and hotset's worker modules, so after its own start
+(about a second, once per process) a worker starts about as fast as a fork; the
+data set is pickled to each worker, as with ``spawn``. An explicit
+``multiprocessing_context`` is always kept.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.context
+import sys
+
+__all__ = ["as_context", "fork_can_deadlock", "start_method_name", "worker_start_method"]
+
+#: the first 3.11 release whose forked child re-initialises the lock before using it
+FIXED_311 = (3, 11, 10)
+
+
+def fork_can_deadlock(version: tuple[int, ...] | None = None) -> bool:
+    """Whether this CPython's forked child can hang on a lock another thread held (gh-112275)."""
+    v = tuple(sys.version_info[:3]) if version is None else tuple(version[:3])
+    return (3, 11) <= v < FIXED_311
+
+
+def as_context(
+    method: str | multiprocessing.context.BaseContext | None,
+) -> multiprocessing.context.BaseContext:
+    """The multiprocessing context a start method name (None: the default) or a context means."""
+    if isinstance(method, multiprocessing.context.BaseContext):
+        return method
+    return multiprocessing.get_context(method)
+
+
+def start_method_name(method: str | multiprocessing.context.BaseContext | None) -> str:
+    """The name of the start method workers will be started with (fixing no default)."""
+    if isinstance(method, multiprocessing.context.BaseContext):
+        return str(method.get_start_method())
+    if method is not None:
+        return method
+    # the first of get_all_start_methods() is the platform's default
+    chosen = multiprocessing.get_start_method(allow_none=True)
+    return chosen if chosen is not None else multiprocessing.get_all_start_methods()[0]
+
+
+#: what a worker imports to unpickle the loader's data set: preloaded by the fork
+#: server, a worker starts in what a fork costs instead of importing torch anew
+WORKER_MODULES = ("torch", "hotset.torch.fetch")
+
+
+def preload_forkserver(modules: tuple[str, ...]) -> None:
+    """Add ``modules`` to what the fork server imports when it starts (kept: the user's)."""
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    current = list(getattr(server, "_preload_modules", ["__main__"]))
+    wanted = list(dict.fromkeys([*current, *modules]))
+    if wanted != current:
+        multiprocessing.get_context("forkserver").set_forkserver_preload(wanted)
+
+
+def _dist_initialized() -> bool:
+    import torch.distributed as dist
+
+    return bool(dist.is_available() and dist.is_initialized())
+
+
+def worker_start_method(
+    requested: str | multiprocessing.context.BaseContext | None, *, num_workers: int
+) -> tuple[str | multiprocessing.context.BaseContext | None, str | None]:
+    """The start method to give DataLoader, and why it differs from ``requested`` (or None).
+
+    Only a default that would fork is replaced: an explicit choice, no
+    workers, or a platform whose default is not ``fork`` pass through.
+    """
+    if requested is not None or num_workers == 0:
+        return requested, None
+    if start_method_name(None) != "fork":
+        return requested, None
+    if not fork_can_deadlock() or not _dist_initialized():
+        return requested, None
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    if method == "forkserver":
+        preload_forkserver(WORKER_MODULES)
+    version = ".".join(str(part) for part in sys.version_info[:3])
+    why = (
+        f"DataLoader workers start with {method!r}, not 'fork': on Python {version} a "
+        "worker forked while torch.distributed's threads finish a collective can hang "
+        "before it starts (CPython gh-112275, fixed in 3.11.10). The script's entry "
+        "point must sit under if __name__ == '__main__', as with spawn. Pass "
+        "multiprocessing_context='fork' to fork anyway, or upgrade Python."
+    )
+    return method, why
