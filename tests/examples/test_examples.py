@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import difflib
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from process_support import run_job
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 
-def _run(*args: str, timeout: float = 300) -> str:
-    out = subprocess.run(
-        [sys.executable, *args], cwd=EXAMPLES, capture_output=True, text=True, timeout=timeout
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout
+def _run(*args: str) -> str:
+    out, _ = run_job([sys.executable, *args], cwd=EXAMPLES)
+    return out
 
 
 def test_the_ported_example_trains_and_prints_a_summary() -> None:

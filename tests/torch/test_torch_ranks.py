@@ -2,37 +2,24 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from process_support import run_job
 
 HERE = Path(__file__).resolve().parent
 #: systems whose every epoch trains each sample once across the ranks
 EXACTLY_ONCE = ("pytorch", "fifo", "lru", "lfu", "minio")
 
 
-#: below pytest's own limit, so a hung job is dumped and killed here, where its output is
-TORCHRUN_TIMEOUT_S = 240
-
-
 def _torchrun(script: str, world: int, *args: str) -> None:
-    """Run ``script`` as ``world`` ranks under torch.distributed.run (gloo, one machine).
-
-    The job runs in a session of its own. If it hangs, SIGABRT to that whole group
-    makes every Python process in it (faulthandler on) print each thread's stack,
-    which the failure shows; then the group is killed, so no rank or worker outlives
-    the test.
-    """
-    proc = subprocess.Popen(
+    """Run ``script`` as ``world`` ranks under torch.distributed.run (gloo, one machine)."""
+    run_job(
         [
             sys.executable,
             "-m",
@@ -42,26 +29,8 @@ def _torchrun(script: str, world: int, *args: str) -> None:
             str(world),
             str(HERE / script),
             *args,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+        ]
     )
-    try:
-        _, err = proc.communicate(timeout=TORCHRUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGABRT)
-        time.sleep(3.0)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        _, err = proc.communicate()
-        raise AssertionError(
-            f"{script} hung for {TORCHRUN_TIMEOUT_S} s; the stacks:\n{err[-20000:]}"
-        ) from None
-    assert proc.returncode == 0, err[-3000:]
 
 
 def _ranks(script: str, world: int, out: Path, *args: str) -> list[dict[str, Any]]:
