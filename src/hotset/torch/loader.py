@@ -51,6 +51,7 @@ import math
 import multiprocessing
 import multiprocessing.context
 import os
+import re
 import threading
 import time
 import warnings
@@ -97,6 +98,9 @@ _EMBEDDED = ("memory", "shm")
 _ON_ERROR = ("raise", "skip")
 #: the cache budget when none is given: a fifth of the data set's bytes
 DEFAULT_CACHE = "20%"
+#: torch's message when a worker process is gone ("DataLoader worker (pid(s) 12)
+#: exited unexpectedly", "... is killed by signal: Killed.")
+_WORKER_DIED = re.compile(r"DataLoader worker \(pid")
 #: read-ahead's default staging budget (outside the cache's budget)
 DEFAULT_READAHEAD_BYTES = 64 * 2**20
 
@@ -869,7 +873,11 @@ class HotsetLoader:
                     dead = [d for s, d in planner.unconfirmed.items() if s > written]
                     if dead:
                         ids = np.unique(np.concatenate(dead)).tolist()
-                        self.cache.delete_many([self._fetcher.key_of(i) for i in ids])
+                        try:
+                            self.cache.delete_many([self._fetcher.key_of(i) for i in ids])
+                        except BACKEND_ERRORS:
+                            # unreachable now: a put later refused over budget clears it
+                            self._fetcher.note_leftovers()
             seq.set_written(planner.seq)
         planner.unconfirmed.clear()
 
@@ -945,6 +953,17 @@ class HotsetLoader:
                     batch = next(it)
                 except StopIteration:
                     break
+                except RuntimeError as exc:
+                    if not _WORKER_DIED.search(str(exc)):
+                        raise
+                    # The worker may have died holding the cache-write turn: abandon
+                    # now, so the others stop at once rather than at their timeout.
+                    self._abandon_unwritten(clear=False)
+                    raise HotsetError(
+                        f"{exc}: a DataLoader worker died (killed, or by the out-of-memory "
+                        "killer); the epoch's unwritten batches were abandoned and the "
+                        "loader can be closed, resumed from a state_dict or iterated again"
+                    ) from exc
                 stall = time.perf_counter() - t0
                 if isinstance(batch, HotsetError):
                     # returned by the fetcher, not raised (see hotset.torch.fetch): the

@@ -1,0 +1,115 @@
+"""A DataLoader worker SIGKILLed in its cache-write turn: an error, never a hang.
+
+The OOM killer does this in production. The worker dies holding the write
+turn's lock (a POSIX semaphore, never released with its holder): before the fix
+``close()``, leaving a ``with`` block, the next ``iter()`` and
+``load_state_dict()`` blocked forever. A real redis-server is paused
+(``CLIENT PAUSE``) so that the worker is certainly inside its turn, its put
+waiting on the server, when it is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+import redis
+
+import hotset
+from hotset.data import SynthConfig, make_synth
+from hotset.errors import HotsetError
+from hotset.torch.loader import HotsetLoader
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc")
+
+
+def _holder(loader: HotsetLoader, seconds: float) -> int:
+    """The pid holding the write turn, once a worker holds it."""
+    state = loader._sequencer._state
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if state[2]:
+            return int(state[2])
+        time.sleep(0.01)
+    raise AssertionError("no worker took its write turn")
+
+
+def test_worker_killed_in_its_write_turn_raises_and_leaves_the_loader_closable(
+    tmp_path: Path, redis_url: str
+) -> None:
+    path = tmp_path / "ds"
+    make_synth(path, SynthConfig(n=96, image_size=8, classes=2, seed=0), workers=1)
+    data = hotset.open_dataset(str(path), decode="bytes")
+    truth = {i: data.store.read(k) for i, k in enumerate(data.manifest.keys)}
+    client = redis.Redis.from_url(redis_url, socket_timeout=10)
+    loader = hotset.loader(
+        data,
+        system="lru",
+        cache=redis_url + "?socket_timeout=20",
+        cache_bytes=0.5,
+        batch_size=8,
+        num_workers=2,
+        seed=0,
+    )
+    pool = ThreadPoolExecutor(1)
+    try:
+        client.execute_command("CLIENT", "PAUSE", 5_000, "ALL")
+        it = iter(loader)
+        first = pool.submit(next, it)  # batch 0's put waits on the paused server
+        holder = _holder(loader, 30)
+        os.kill(holder, signal.SIGKILL)
+        with pytest.raises(HotsetError, match="worker died"):
+            first.result(timeout=60)
+        client.execute_command("CLIENT", "UNPAUSE")
+        pool.submit(loader.close).result(timeout=60)  # hung forever before the fix
+    finally:
+        client.execute_command("CLIENT", "UNPAUSE")
+        pool.shutdown(wait=False)
+    # The loader is reusable: a fresh one on the same server runs a whole epoch.
+    with hotset.loader(
+        data, system="lru", cache=redis_url, cache_bytes=0.5, batch_size=8, num_workers=2, seed=0
+    ) as again:
+        seen = []
+        for x, _y, ids, _w in again:
+            for blob, sid in zip(x, ids.tolist(), strict=True):
+                assert blob == truth[sid]
+            seen += ids.tolist()
+        assert sorted(seen) == list(range(len(truth)))
+
+
+def test_iterating_again_after_a_dead_worker_delivers_every_sample(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """Not only closable: the next iter() runs (no wait on the dead holder's lock)."""
+    path = tmp_path / "ds"
+    make_synth(path, SynthConfig(n=64, image_size=8, classes=2, seed=1), workers=1)
+    data = hotset.open_dataset(str(path), decode="bytes")
+    client = redis.Redis.from_url(redis_url, socket_timeout=10)
+    pool = ThreadPoolExecutor(1)
+    with hotset.loader(
+        data,
+        system="lru",
+        cache=redis_url + "?socket_timeout=20",
+        cache_bytes=0.5,
+        batch_size=8,
+        num_workers=2,
+        seed=0,
+    ) as loader:
+        try:
+            client.execute_command("CLIENT", "PAUSE", 5_000, "ALL")
+            first = pool.submit(next, iter(loader))
+            os.kill(_holder(loader, 30), signal.SIGKILL)
+            with pytest.raises(HotsetError, match="worker died"):
+                first.result(timeout=60)
+        finally:
+            client.execute_command("CLIENT", "UNPAUSE")
+        loader.set_epoch(1)
+        ids = pool.submit(lambda: [i for b in loader for i in b[2].tolist()]).result(timeout=120)
+        assert np.array_equal(np.sort(ids), np.arange(64))
+    pool.shutdown(wait=False)
