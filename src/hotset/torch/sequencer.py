@@ -72,7 +72,7 @@ class Sequencer:
         timeout_s: float = DEFAULT_WAIT_TIMEOUT_S,
     ):
         ctx = as_context(context)
-        self._ctx = ctx
+        self._ctx: multiprocessing.context.BaseContext | None = ctx
         self._lock: Any = ctx.Lock()
         #: [written_upto, generation, pid holding the lock (0: none)]
         self._state: Any = ctx.RawArray("q", 3)
