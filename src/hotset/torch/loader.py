@@ -89,6 +89,7 @@ from hotset.torch.ranks import active_world, merge_epoch
 from hotset.torch.readahead import ReadAhead
 from hotset.torch.report import EpochStats
 from hotset.torch.sequencer import Sequencer
+from hotset.torch.state import check_epoch, check_loader_state
 from hotset.torch.workers import WorkerInit
 from hotset.units import parse_budget, parse_bytes
 
@@ -162,6 +163,14 @@ def load_system_state(system: System, state: Mapping[str, Any]) -> None:
         system.policy.load_state_dict(state["policy"])
     except NotImplementedError as exc:
         raise HotsetError(f"system {system.name!r}: {exc}") from None
+    policy = system.policy
+    if not policy.budget.fits(int(policy.used_bytes), int(policy.used_items)):
+        raise HotsetError(
+            f"loader state: the {policy.name} policy holds {policy.used_bytes} bytes "
+            f"({policy.used_items} items), over this loader's cache budget of "
+            f"{policy.budget.capacity_bytes} bytes: resume with the cache= of the run "
+            "that saved it"
+        )
     system.table.load_state_dict(state["table"])
     system.val_accuracy[:] = [float(v) for v in state["val_accuracy"]]
     system.train_loss[:] = [float(v) for v in state["train_loss"]]
@@ -581,7 +590,7 @@ class HotsetLoader:
     # -- the user API ---------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next ``iter(loader)`` runs (orders are keyed by it)."""
-        self._next_epoch = _check_int("epoch", epoch, 0)
+        self._next_epoch = check_epoch("epoch", epoch)
         self._epoch_set = True
 
     def __len__(self) -> int:
@@ -1013,6 +1022,7 @@ class HotsetLoader:
             "seed": self.seed,
             "rank": self.rank,
             "world_size": self.world_size,
+            "cache_bytes": self._planned_bytes(),
             "lag": self.lag,
             "status": self._status,
             "epoch": self._planner.epoch,
@@ -1029,34 +1039,50 @@ class HotsetLoader:
             "current": self._current.state() if self._current is not None else None,
         }
 
+    def _planned_bytes(self) -> int | None:
+        """The budget this rank's policy plans in (a resumed policy must fit it)."""
+        cap = self.system.policy.budget.capacity_bytes
+        return None if cap is None else int(cap)
+
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict`; the next ``iter`` continues where it stopped.
 
         The cache is cleared: ids the restored policy holds are read from storage
-        again the first time they are served (counted as ``rebuild_reads``).
+        again the first time they are served (counted as ``rebuild_reads``). A
+        state that cannot be restored is a :class:`HotsetError` naming what is
+        wrong, and leaves the loader as it was (:mod:`hotset.torch.state`).
         """
-        if int(state.get("version", -1)) != STATE_VERSION:
-            raise HotsetError(f"loader state: version {state.get('version')!r} is not supported")
-        for key, mine in (
-            ("system", self.system.name),
-            ("n", len(self._outstanding)),
-            ("batch_size", self.batch_size),
-            ("seed", self.seed),
-        ):
-            if state.get(key) != mine:
-                raise HotsetError(
-                    f"loader state: {key}={state.get(key)!r} does not match this loader's {mine!r}"
-                )
-        saved = (state.get("rank"), state.get("world_size"))
-        if saved != (self.rank, self.world_size):
-            # Not elastic: a rank's state holds its shard's position, its own cache's
-            # policy and feedback not yet merged; re-sharding them is not supported.
+        check_loader_state(
+            state,
+            {
+                "version": STATE_VERSION,
+                "system": self.system.name,
+                "n": len(self._outstanding),
+                "batch_size": self.batch_size,
+                "seed": self.seed,
+                "rank": self.rank,
+                "world_size": self.world_size,
+                "cache_bytes": self._planned_bytes(),
+            },
+        )
+        try:
+            before: dict[str, Any] | None = self.state_dict()
+        except HotsetError:
+            before = None  # a system that cannot checkpoint has nothing to roll back to
+        try:
+            self._restore(state)
+        except Exception as exc:
+            if before is not None:
+                with contextlib.suppress(Exception):
+                    self._restore(before)
+            if isinstance(exc, HotsetError):
+                raise
             raise HotsetError(
-                f"loader state: saved by rank {saved[0]!r} of {saved[1]!r}, loaded by rank "
-                f"{self.rank} of {self.world_size}; resume with the same world size, each "
-                "rank loading its own state (a different world size is not supported: "
-                "start a new run from the saved model weights instead)"
-            )
+                f"loader state: malformed ({type(exc).__name__}: {exc}); the loader is "
+                "left as it was"
+            ) from exc
+
+    def _restore(self, state: Mapping[str, Any]) -> None:
         self._stop_iteration()
         load_system_state(self.system, state["system_state"])
         self._history = [EpochStats.from_state(s) for s in state["history"]]
@@ -1081,6 +1107,11 @@ class HotsetLoader:
                 for t, i, v in zip(fb["tags"], fb["ids"], fb["losses"], strict=True)
             ]
             yielded = int(state["yielded"])
+            if yielded > self._planner.n_batches:
+                raise HotsetError(
+                    f"loader state: yielded={yielded} batches, but epoch {epoch} has "
+                    f"{self._planner.n_batches}"
+                )
             self._planner.replay(yielded, feedback, [int(a) for a in fb["applied_at"]])
             self._yielded = yielded
             self._updates = int(state.get("updates", len(fb["tags"])))
