@@ -23,7 +23,10 @@ Scenarios:
   segments leave in ``/dev/shm`` before and after the next cache starts;
 * ``poisoned-entries`` / ``corrupted-file``: 20 cache entries overwritten by
   another client, and one file changed on disk; what reached training, and
-  xxh3's cost per sample.
+  xxh3's cost per sample;
+* the integrity and security review's scenarios (stale and reordered chunks, a
+  planted payload, an evicting Redis, a worker killed in its write turn, a
+  package directory full or read-only): :mod:`hotset.bench.faults_security`.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from hotset.bench.fault_epochs import epoch_row, read_files
+from hotset.bench.faults_security import run_security
 from hotset.errors import HotsetError, IntegrityError
 from hotset.storage.local import LocalStore
 
@@ -87,37 +90,13 @@ class _FlakyStore:
         self.__dict__.update(state)
 
 
-def _epoch(
-    loader: Any, epoch: int, files: list[bytes], fault: Callable[[], None] | None = None
-) -> dict[str, Any]:
-    """One epoch, every batch compared with the files; ``fault`` runs before batch 1."""
-    loader.set_epoch(epoch)
-    seen = np.zeros(len(files), dtype=np.int64)
-    wrong = 0
-    for step, (x, _, ids, _) in enumerate(loader):
-        if step == 1 and fault is not None:
-            fault()
-        for blob, sid in zip(x, ids.tolist(), strict=True):
-            seen[sid] += 1
-            wrong += blob != files[sid]
-    row: dict[str, Any] = dict(loader.report()[-1])
-    row["wrong"] = int(wrong)
-    row["lost"] = int((seen == 0).sum())
-    row["repeated"] = int((seen > 1).sum())
-    return row
-
-
-def _files(root: Path, keys: list[str]) -> list[bytes]:
-    return [(root / k).read_bytes() for k in keys]
-
-
 def _storage(root: Path, *, exc: str, p: float, runs: int) -> dict[str, Any]:
     import hotset
 
     failed = lost = wrong = faults = retries = 0
     failures: list[str] = []
     manifest = hotset.open_dataset(root, decode="bytes").manifest
-    files = _files(root, manifest.keys)
+    files = read_files(root, manifest.keys)
     for run in range(runs):
         workers = (0, 2)[run % 2]
         store = _FlakyStore(LocalStore(root), p, exc, seed=run)
@@ -127,7 +106,7 @@ def _storage(root: Path, *, exc: str, p: float, runs: int) -> dict[str, Any]:
                 data, system="lru", cache=0.2, batch_size=_BATCH, num_workers=workers, seed=run
             ) as ld:
                 for epoch in range(2):
-                    row = _epoch(ld, epoch, files)
+                    row = epoch_row(ld, epoch, files)
                     lost += row["lost"] + row["repeated"]
                     wrong += row["wrong"]
         except Exception as err:
@@ -165,7 +144,7 @@ def _redis(root: Path, kind: str, runs: int) -> dict[str, Any]:
     recover: list[float] = []
     failures: list[str] = []
     manifest = hotset.open_dataset(root, decode="bytes").manifest
-    files = _files(root, manifest.keys)
+    files = read_files(root, manifest.keys)
     for run in range(runs):
         with local_redis() as server:
             pid = server.process.pid
@@ -191,16 +170,16 @@ def _redis(root: Path, kind: str, runs: int) -> dict[str, Any]:
                     num_workers=(0, 2)[run % 2],
                     seed=run,
                 ) as ld:
-                    rows = [_epoch(ld, 0, files), _epoch(ld, 1, files)]
-                    rows.append(_epoch(ld, 2, files, fault))
+                    rows = [epoch_row(ld, 0, files), epoch_row(ld, 1, files)]
+                    rows.append(epoch_row(ld, 2, files, fault))
                     if kind == "killed":
-                        rows.append(_epoch(ld, 3, files))  # a whole epoch with the server down
+                        rows.append(epoch_row(ld, 3, files))  # a whole epoch with the server down
                         server.restart()
                     # Epochs until the cache serves again: a worker backs off for up to
                     # 8 s after failures, and an epoch of a small set takes milliseconds.
                     back = time.monotonic()
                     while rows[-1]["degraded_reads"] or not rows[-1]["exact_hits"]:
-                        rows.append(_epoch(ld, len(rows), files))
+                        rows.append(epoch_row(ld, len(rows), files))
                         if time.monotonic() - back > 60:
                             raise HotsetError(f"redis-{kind}: the cache never served again")
                     recover.append(round(time.monotonic() - back, 1))
@@ -242,7 +221,7 @@ bad, rows = 0, []
 with hotset.loader(data, system="lru", cache=url, cache_bytes="30%", batch_size=64,
                    num_workers=2, seed=seed, namespace="bench-shared") as loader:
     for epoch in range(3):
-        loader.set_epoch(epoch)
+        loader.setepoch_row(epoch)
         seen = np.zeros(len(files), dtype=np.int64)
         for x, y, ids, w in loader:
             for blob, i in zip(x, ids.tolist()):
@@ -322,7 +301,7 @@ import os, sys, time
 import hotset
 data = hotset.open_dataset(sys.argv[1], decode="bytes")
 loader = hotset.loader(data, system="lru", cache="50%", batch_size=64, num_workers=2)
-loader.set_epoch(0)
+loader.setepoch_row(0)
 for step, _ in enumerate(loader):
     if step == 5:
         print(loader.cache.name, flush=True)
@@ -374,11 +353,11 @@ def _integrity(root: Path) -> list[dict[str, Any]]:
     from hotset.torch.reads import xxh3_hex
 
     manifest = hotset.open_dataset(root, decode="bytes").manifest
-    files = _files(root, manifest.keys)
+    files = read_files(root, manifest.keys)
     poisoned = list(range(5, 5 + 3 * 20, 3))
     data = hotset.open_dataset(root, decode="bytes")
     with hotset.loader(data, system="lru", cache="100%", batch_size=_BATCH) as ld:
-        _epoch(ld, 0, files)
+        epoch_row(ld, 0, files)
         cache = ld.cache
         assert isinstance(cache, SharedMemoryCache)
         # another handle on the same segment writes junk under the right keys
@@ -389,7 +368,7 @@ def _integrity(root: Path) -> list[dict[str, Any]]:
             other.put_many([(k, bytes(len(files[k.sample_id]))) for k in keys])
         finally:
             other.close()
-        row = _epoch(ld, 1, files)
+        row = epoch_row(ld, 1, files)
     start = time.perf_counter()
     for blob in files:
         xxh3_hex(blob)
@@ -418,7 +397,7 @@ def _integrity(root: Path) -> list[dict[str, Any]]:
         data = hotset.open_dataset(copy, decode="bytes")
         try:
             with hotset.loader(data, system="lru", cache=0.2, batch_size=_BATCH) as ld:
-                ld.set_epoch(0)
+                ld.setepoch_row(0)
                 for _x, _, ids, _ in ld:
                     delivered += sum(1 for s in ids.tolist() if s == 123)
         except IntegrityError:
@@ -461,4 +440,5 @@ def run(*, n: int = 2000, runs: int = 4, progress: bool = False) -> dict[str, An
         rows.append(_group_kill(root, runs))
         say("integrity")
         rows += _integrity(root)
+        rows += run_security(root, runs=runs, say=say)
     return {"n": n, "runs": runs, "table": rows}

@@ -31,8 +31,12 @@ def free_port() -> int:
 class LocalRedis:
     """One redis-server process on ``127.0.0.1:port``."""
 
-    def __init__(self, binary: str, directory: str, port: int | None = None) -> None:
+    def __init__(
+        self, binary: str, directory: str, port: int | None = None, extra: tuple[str, ...] = ()
+    ) -> None:
         self.binary = binary
+        #: more server arguments (an evicting server: ``--maxmemory 3mb ...``)
+        self.extra = extra
         self.directory = directory
         self.port = free_port() if port is None else port
         self.process = self._spawn()
@@ -55,6 +59,7 @@ class LocalRedis:
                 "no",
                 "--dir",
                 self.directory,
+                *self.extra,
             ],
             stdout=subprocess.DEVNULL,
         )
@@ -92,13 +97,14 @@ class LocalRedis:
 
 
 @contextmanager
-def local_redis() -> Iterator[LocalRedis]:
-    """A redis-server for the block; :class:`HotsetError` if none is installed."""
+def local_redis(*extra: str) -> Iterator[LocalRedis]:
+    """A redis-server for the block (``extra``: more server arguments); a
+    :class:`HotsetError` if none is installed."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise HotsetError("redis-server is not on PATH")
     with tempfile.TemporaryDirectory() as tmp:
-        server = LocalRedis(binary, tmp)
+        server = LocalRedis(binary, tmp, extra=extra)
         try:
             yield server
         finally:
