@@ -209,6 +209,10 @@ def test_the_same_item_always_encodes_to_the_same_bytes() -> None:
     wide = np.arange(6, dtype="<i4")
     assert encode_item(wide.astype(">i4")) == encode_item(wide)
     assert encode_item(wide[::2]) == encode_item(wide[::2].copy())
+    # a bool written through a uint8 view is still one bool: it must decode again
+    odd = np.array([2, 0, 1], dtype=np.uint8).view(bool)
+    assert encode_item(odd) == encode_item(np.array([True, False, True]))
+    assert decode_item(encode_item(torch.from_numpy(odd))).tolist() == [True, False, True]
 
 
 def test_decoded_arrays_are_writable_and_tensors_are_tensors() -> None:

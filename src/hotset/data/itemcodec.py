@@ -21,13 +21,13 @@ back as something else. Anything else is a :class:`~hotset.errors.HotsetError`
 naming the type and where in the item it sits.
 
 Decoding accepts exactly the bytes the encoder writes (one spelling per value:
-no trailing bytes, no repeated dict keys, ints in their shortest form, bools as
-0/1), so bytes that decode re-encode to themselves.
+no trailing bytes, no repeated dict keys, ints in the one length the encoder
+gives them, bools as 0/1), so bytes that decode re-encode to themselves.
 
 Layout: ``MAGIC`` then one value; a value is a one-byte tag and its payload.
 Lengths, counts and dimensions are unsigned 64-bit little-endian, numbers and
-array data little-endian, ``int`` beyond 64 bits a length and minimal two's
-complement bytes.
+array data little-endian, an ``int`` beyond 64 bits a length and
+``bit_length() // 8 + 1`` bytes of two's complement.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ __all__ = ["MAGIC", "MAX_DEPTH", "ItemDecodeError", "decode_item", "encode_item"
 
 #: the first bytes of every encoding (version 1): a pickle or other bytes fail at once
 MAGIC = b"HSI\x01"
-#: containers (and arrays in them) nest at most this deep, encoding and decoding
+#: containers nest at most this deep, encoding and decoding (bounds the recursion)
 MAX_DEPTH = 32
 #: at most this many dimensions per array (numpy allows 64)
 MAX_NDIM = 32
@@ -168,9 +168,10 @@ def _encode_array(
         raise _unsupported(culprit, where, f" of dtype {array.dtype}")
     if array.ndim > MAX_NDIM:
         raise HotsetError(f"cannot cache {where}: {array.ndim} dimensions, at most {MAX_NDIM}")
-    array = np.asarray(
-        array, dtype=_DTYPES[code], order="C"
-    )  # keeps 0-d (unlike ascontiguousarray)
+    # C order and little-endian; asarray keeps a 0-d array 0-d (ascontiguousarray would not)
+    array = np.asarray(array, dtype=_DTYPES[code], order="C")
+    if code == 0:  # a bool is one byte 0 or 1, whatever a view wrote into it
+        array = np.asarray(array.view(np.uint8) != 0, order="C")
     _array_parts(tag, code, array, parts)
 
 
