@@ -204,3 +204,39 @@ def test_pack_cli_bad_input_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
     assert _exit_code(["data", "pack", str(out), "-q"]) == 2
     assert f"sample 2 ('{m.keys[2]}')" in _error_line(capsys)
     assert not (out / "chunks.json").exists() and not (out / "chunks").exists()
+
+
+def test_synth_to_a_place_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    """Issue #25 item 7: ``--out /proc/x`` was a traceback; now one line and exit code 2."""
+    args = ["data", "synth", "--out", "/proc/x", "--n", "5", "--image-size", "4", "-q"]
+    proc = subprocess.run(
+        [sys.executable, "-c", "from hotset.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    err = proc.stderr.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert err.startswith("hotset: error: cannot write the data set to '/proc/x': ")
+    assert "writable directory" in err
+
+
+def test_import_cli_says_which_links_it_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "tree"
+    (root / "c").mkdir(parents=True)
+    (root / "c" / "a.png").write_bytes(encode_image(np.zeros((4, 4), np.uint8), "png"))
+    (tmp_path / "s.png").write_bytes(encode_image(np.ones((4, 4), np.uint8), "png"))
+    (root / "c" / "s.png").symlink_to(tmp_path / "s.png")
+    assert _exit_code(["data", "import", str(root), "-q"]) == 0
+    captured = capsys.readouterr()
+    assert "imported 1 samples" in captured.out
+    assert f"(skipped 1 symbolic links leading outside {root})" in captured.out
+    assert captured.err.strip() == (
+        f"hotset: warning: skipped 1 symbolic link(s) in {str(root)!r} that lead outside it: "
+        "'c/s.png' (a data set reads only files inside its root; copy them in to import them)"
+    )
+    assert _exit_code(["data", "import", str(root), "-q", "--force", "--out", "/proc/x/m"]) == 2
+    assert "cannot write the manifest to '/proc/x/m'" in _error_line(capsys)

@@ -95,3 +95,36 @@ def test_empty_inputs_are_errors(tmp_path: Path) -> None:
         import_folder(tmp_path / "missing")
     with pytest.raises(HotsetError, match="layout 'tree'"):
         import_folder(tmp_path, layout="tree")
+
+
+def test_links_leading_out_of_the_tree_are_skipped_counted_and_named(tmp_path: Path) -> None:
+    """Issue #25 item 7: an import never follows a symbolic link out of the tree it imports."""
+    root, outside = tmp_path / "tree", tmp_path / "outside"
+    data = {
+        "cat/a.png": _img(root / "cat" / "a.png", 1),
+        "dog/b.png": _img(root / "dog" / "b.png", 2),
+    }
+    _img(outside / "secret.png", 3)
+    _img(outside / "klass" / "x.png", 4)
+    (root / "cat" / "secret.png").symlink_to(outside / "secret.png")  # a file link out
+    (root / "klass").symlink_to(outside / "klass", target_is_directory=True)  # a class out
+    (root / "dog" / "deeper").symlink_to(outside / "klass", target_is_directory=True)
+    (root / "dog" / "same.png").symlink_to("b.png")  # stays inside: imported
+    with pytest.warns(RuntimeWarning, match="skipped 3 symbolic link") as caught:
+        m = import_folder(root)
+    message = str(caught[0].message)
+    for name in ("'klass'", "'cat/secret.png'", "'dog/deeper'"):
+        assert name in message
+    assert m.keys == ["cat/a.png", "dog/b.png", "dog/same.png"]
+    assert m.meta["class_names"] == ["cat", "dog"] and m.meta["skipped_links"] == 3
+    loaded, store = open_dataset(root)
+    assert loaded == m and store.read("dog/same.png") == data["dog/b.png"]
+
+
+def test_flat_import_skips_links_out_too(tmp_path: Path) -> None:
+    _img(tmp_path / "tree" / "a.png", 1)
+    _img(tmp_path / "secret.png", 2)
+    (tmp_path / "tree" / "z.png").symlink_to(tmp_path / "secret.png")
+    with pytest.warns(RuntimeWarning, match=r"skipped 1 symbolic link.*'z.png'"):
+        m = import_folder(tmp_path / "tree")
+    assert m.keys == ["a.png"] and m.meta["skipped_links"] == 1

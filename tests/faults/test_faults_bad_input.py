@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import hotset
@@ -272,3 +273,70 @@ def test_a_cluster_node_needs_an_ascii_port_in_range(node: str) -> None:
 
     with pytest.raises(HotsetError, match=r"expected host:port"):
         _host_port(node, spec=f"redis+cluster://{node}")
+
+
+# -- issue #25 item 7: values that were silently misread, or a traceback -------------
+
+
+@pytest.mark.parametrize(
+    ("indices", "match"),
+    [
+        ([1.5], r"got 1\.5 \(float\) in \[1\.5\]"),
+        ([3, 2.0], r"got 2\.0 \(float\)"),
+        ([True, 4], r"got True \(bool\)"),
+        (np.array([0.5, 1.0]), r"got 0\.5 \(float\)"),
+        (["7"], r"got '7' \(str\)"),
+        ([[1], [2, 3]], r"got \[\[1\], \[2, 3\]\]"),
+        ([[1], [2]], r"got \[1\] \(list\)"),
+    ],
+)
+def test_subset_names_a_non_integer_index(
+    data: hotset.torch.HotsetDataset, indices: Any, match: str
+) -> None:
+    with pytest.raises(HotsetError, match=rf"^subset: indices must be integer ids.*{match}"):
+        data.subset(indices)
+    assert len(data.subset(np.array([5, 1], dtype=np.uint8))) == 2  # integers of any kind
+
+
+@pytest.mark.parametrize("location", [123, None, b"/tmp/ds", ["ds"], 1.5])
+def test_open_dataset_names_a_location_that_is_not_a_path(location: Any) -> None:
+    with pytest.raises(HotsetError, match=r"^open_dataset: location must be .* \(a str or"):
+        hotset.open_dataset(location)
+
+
+def _link_out(dataset_dir: Path, tmp_path: Path, sid: int) -> tuple[Path, str]:
+    """A copy whose sample ``sid`` is a link to a file outside it, with the very same bytes.
+
+    The manifest's size and xxh3 match, so only the link itself can give it away.
+    """
+    copy = _copy(dataset_dir, tmp_path)
+    key = Manifest.load(copy).keys[sid]
+    outside = tmp_path / "elsewhere.png"
+    outside.write_bytes((copy / key).read_bytes())
+    (copy / key).unlink()
+    (copy / key).symlink_to(outside)
+    return copy, key
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_sample_linked_outside_the_data_root_is_refused(
+    dataset_dir: Path, tmp_path: Path, workers: int
+) -> None:
+    copy, key = _link_out(dataset_dir, tmp_path, 42)
+    with (
+        hotset.loader(
+            hotset.open_dataset(copy, decode="bytes"),
+            system="lru",
+            cache="50%",
+            batch_size=50,
+            num_workers=workers,
+            check_store="off",
+        ) as ld,
+        pytest.raises(HotsetError, match=rf"key '{key}' leads outside the store root") as caught,
+    ):
+        ld.set_epoch(0)
+        for _ in ld:
+            pass
+    assert "Traceback" not in str(caught.value)
+    with pytest.raises(HotsetError, match=rf"key '{key}' leads outside"):
+        hotset.open_dataset(copy)[42]

@@ -133,3 +133,66 @@ def test_a_pickled_store_counts_afresh_in_the_new_process(tmp_path: Path) -> Non
     assert copy.read("a.bin") == b"xyz"
     assert copy.stats().reads == 1
     assert store.stats().reads == 1
+
+
+# -- symbolic links: a key never leads outside the root (issue #25 item 7) -------------
+
+
+def _linked_tree(tmp_path: Path) -> tuple[Path, Path]:
+    """A root with links out (a file, a folder, the root's parent) and links within."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "data").mkdir(parents=True)
+    (outside / "folder").mkdir(parents=True)
+    (outside / "secret").write_bytes(b"not yours")
+    (outside / "folder" / "f").write_bytes(b"also not yours")
+    (root / "data" / "real").write_bytes(b"mine")
+    (root / "data" / "file-out").symlink_to(outside / "secret")
+    (root / "data" / "relative-out").symlink_to(Path("..") / ".." / "outside" / "secret")
+    (root / "folder-out").symlink_to(outside / "folder", target_is_directory=True)
+    (root / "data" / "file-in").symlink_to("real")
+    (root / "folder-in").symlink_to("data", target_is_directory=True)
+    return root, outside
+
+
+@pytest.mark.parametrize("key", ["data/file-out", "data/relative-out", "folder-out/f"])
+def test_a_key_leading_outside_the_root_is_refused(tmp_path: Path, key: str) -> None:
+    root, _ = _linked_tree(tmp_path)
+    store = LocalStore(root)
+    for call in (store.read, store.size, store.exists, lambda k: store.read_many([k])):
+        with pytest.raises(HotsetError, match=f"key '{key}' leads outside the store root"):
+            call(key)
+    assert store.stats().reads == 0
+
+
+def test_a_write_through_a_folder_link_out_is_refused(tmp_path: Path) -> None:
+    root, outside = _linked_tree(tmp_path)
+    with pytest.raises(HotsetError, match="key 'folder-out/new' leads outside"):
+        LocalStore(root).write("folder-out/new", b"x")
+    assert not (outside / "folder" / "new").exists()
+
+
+def test_links_within_the_root_are_followed(tmp_path: Path) -> None:
+    root, _ = _linked_tree(tmp_path)
+    store = LocalStore(root)
+    for key in ("data/real", "data/file-in", "folder-in/real", "folder-in/file-in"):
+        assert store.read(key) == b"mine"
+        assert store.size(key) == 4 and store.exists(key)
+    assert list(store.list_keys()) == ["data/file-in", "data/real"]  # links out left out
+
+
+def test_a_root_that_is_itself_a_link_works(tmp_path: Path) -> None:
+    root, _ = _linked_tree(tmp_path)
+    alias = tmp_path / "alias"
+    alias.symlink_to(root, target_is_directory=True)
+    store = LocalStore(alias)
+    assert store.read("data/file-in") == b"mine"
+    with pytest.raises(HotsetError, match="leads outside"):
+        store.read("data/file-out")
+
+
+def test_large_and_empty_files_read_whole(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    big = os.urandom(3 << 20)
+    store.write("big", big)
+    store.write("empty", b"")
+    assert store.read("big") == big and store.read("empty") == b""

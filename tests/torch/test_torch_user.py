@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import redis
 import torch
-from user_support import Augmenting, Folder, Stream
+from user_support import Augmenting, Folder, Nested, PilFolder, Stream, pickle_payload
 
 import hotset
+from hotset.cachestore import CacheKey
+from hotset.cachestore.redis_store import RedisCache
 from hotset.torch.user import encode_item
 
 
@@ -78,12 +82,15 @@ def test_random_augmentation_in_getitem_is_named(dataset_dir: Path) -> None:
             pass
 
 
-def test_sizes_skip_the_measuring_pass_and_the_checks(dataset_dir: Path) -> None:
+def test_sizes_skip_the_checks_only_when_the_loader_is_told(dataset_dir: Path) -> None:
+    """No hashes, nothing to verify by: verify is never turned off behind the user's back."""
     folder = _folder(dataset_dir)
     sizes = [len(folder.read(i)) for i in range(len(folder))]
-    with pytest.warns(RuntimeWarning, match="integrity checks are off"):
-        data = hotset.from_dataset(folder, read=folder.read, decode="image", sizes=sizes)
-    with hotset.loader(data, system="lru", cache="30%", batch_size=16) as ld:
+    data = hotset.from_dataset(folder, read=folder.read, decode="image", sizes=sizes)
+    for unhashed in (data, data.subset(range(50))):
+        with pytest.raises(hotset.HotsetError, match=r"no hashes .* pass verify=False"):
+            hotset.loader(unhashed, system="lru", cache="30%", batch_size=16)
+    with hotset.loader(data, system="lru", cache="30%", batch_size=16, verify=False) as ld:
         assert _epochs(ld, 2)[1]["exact_hits"] > 0
 
 
@@ -109,3 +116,89 @@ def test_read_and_decode_come_together(dataset_dir: Path) -> None:
     bad = hotset.from_dataset(folder, read=lambda i: "text", decode="bytes", sizes=[4] * 200)
     with pytest.raises(hotset.HotsetError, match="must return bytes"):
         bad.store.read("0")
+
+
+# -- items are cached as data, never as code (issue #25 item 2) ----------------------
+
+
+def test_nested_items_come_back_exactly_from_workers(dataset_dir: Path) -> None:
+    folder = _folder(dataset_dir, Nested)
+    with hotset.loader(
+        folder, system="lru", cache="100%", batch_size=16, num_workers=2, collate_fn=list
+    ) as loader:
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            for x, y, ids, _ in loader:
+                for got, i in zip(x, ids.tolist(), strict=True):
+                    want = folder[i][0]
+                    assert encode_item(got) == encode_item(want)
+                    assert torch.equal(got["image"], want["image"])
+                    assert got["extra"]["name"] == folder.keys[i]
+                assert y.tolist() == [folder.labels[i] for i in ids.tolist()]
+        assert loader.report()[1]["exact_hits"] == len(folder)
+
+
+def test_an_unsupported_item_is_refused_while_measuring(dataset_dir: Path) -> None:
+    folder = _folder(dataset_dir, PilFolder)
+    with pytest.raises(hotset.HotsetError) as caught:
+        hotset.from_dataset(folder)
+    message = str(caught.value)
+    assert message.startswith("cannot cache PilFolder[")
+    assert "PIL.PngImagePlugin.PngImageFile" in message
+    assert "Pass read= (the stored bytes) and decode= to hotset.from_dataset" in message
+    # the way out works: the stored bytes, decoded as PIL images by hotset
+    data = hotset.from_dataset(folder, read=folder.read, decode="pil")
+    assert type(data[0][0]).__name__ == "PngImageFile"
+
+
+def _plant(loader: hotset.torch.HotsetLoader, url: str, canary: Path) -> int:
+    """Another client of the server overwrites every cached item with a pickle payload."""
+    cache = loader.cache
+    assert isinstance(cache, RedisCache)
+    manifest = loader.data.manifest
+    client = redis.Redis.from_url(url)
+    planted = 0
+    try:
+        for sid in range(len(manifest)):
+            name = cache.redis_key(CacheKey(sid, manifest.hashes[sid]))
+            if client.exists(name):
+                size = int(manifest.sizes[sid])
+                client.set(name, pickle_payload(canary, size))
+                planted += 1
+    finally:
+        client.close()
+    return planted
+
+
+@pytest.mark.parametrize("mode", ["verify", "no-verify", "sizes"])
+def test_a_pickle_planted_in_redis_runs_no_code(
+    dataset_dir: Path, redis_url: str, tmp_path: Path, mode: str
+) -> None:
+    """A real redis-server, the loader's own keys, two DataLoader workers: the payload
+    (which would create a file) is dropped by the hash check or refused by the decoder."""
+    canary = tmp_path / "canary"
+    pickle.loads(pickle_payload(tmp_path / "control", 900))
+    assert (tmp_path / "control").exists()  # the payload is live when unpickled
+    folder = _folder(dataset_dir)
+    data: Any = folder
+    if mode == "sizes":
+        data = hotset.from_dataset(folder, sizes=[len(encode_item(folder[i])) for i in range(200)])
+    verify = mode == "verify"
+    options: dict[str, Any] = {"cache_bytes": "100%", "namespace": f"planted-{mode}"}
+    with hotset.loader(
+        data, system="lru", cache=redis_url, batch_size=16, num_workers=2, verify=verify, **options
+    ) as ld:
+        ld.set_epoch(0)
+        assert sum(len(ids) for _, _, ids, _ in ld) == len(folder)
+        assert _plant(ld, redis_url, canary) == len(folder)
+        if verify:  # the xxh3 check drops each entry and reads it again from storage
+            ld.set_epoch(1)
+            for x, _, ids, _ in ld:
+                assert torch.equal(x, torch.stack([folder[i][0] for i in ids.tolist()]))
+            assert ld.report()[1]["integrity_errors"] == len(folder)
+        else:  # nothing left to check bytes by: the decoder refuses them
+            ld.set_epoch(1)
+            with pytest.raises(hotset.IntegrityError, match="not a valid hotset item encoding"):
+                for _ in ld:
+                    pass
+    assert not canary.exists(), "a pickle read back from the cache ran code"

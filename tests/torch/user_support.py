@@ -43,3 +43,50 @@ class Augmenting(Folder):
 class Stream(IterableDataset[Any]):
     def __iter__(self) -> Any:
         yield from range(3)
+
+
+class PilFolder(Folder):
+    """Returns PIL images, as torchvision datasets without a transform do."""
+
+    def __getitem__(self, index: int) -> Any:
+        import io
+
+        from PIL import Image
+
+        image = Image.open(io.BytesIO(self.read(index)))
+        image.load()
+        return image, self.labels[index]
+
+
+class Nested(Folder):
+    """Items that are more than (tensor, label): a dict of a tensor, an array, text, numbers."""
+
+    def __getitem__(self, index: int) -> Any:
+        x, y = super().__getitem__(index)
+        extra = {"name": self.keys[index], "half": x.numpy()[:, ::2], "flags": (True, None)}
+        return {"image": x, "extra": extra, "index": index, "scale": 0.5}, y
+
+
+class Touch:
+    """Unpickling this creates ``path``: the canary of code execution from a cache."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        return open, (str(self.path), "w")
+
+
+def pickle_payload(canary: Path, size: int) -> bytes:
+    """A pickle of exactly ``size`` bytes that creates ``canary`` when unpickled.
+
+    The same size as the entry it replaces, so no size check can reject it:
+    only what the reader does with the bytes stands between them and the code.
+    """
+    import pickle
+
+    for pad in range(size):
+        data = pickle.dumps((Touch(canary), b"\0" * pad), protocol=4)
+        if len(data) == size:
+            return data
+    raise ValueError(f"no pickle payload of exactly {size} bytes")

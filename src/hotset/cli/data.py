@@ -119,15 +119,24 @@ def import_(root: str, out: str | None, layout: str, force: bool, quiet: bool) -
 
     One sub-folder per class (ImageFolder; labels 0.. by sorted folder name) or
     a flat folder (label -1). Sizes and xxh3 hashes are computed from the files.
+    Symbolic links that lead outside ROOT are skipped, counted and named.
     """
+    import warnings
+
     from hotset.data.importer import import_folder
     from hotset.data.manifest import Manifest
 
-    manifest = import_folder(root, out=out, layout=layout, force=force, progress=not quiet)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        manifest = import_folder(root, out=out, layout=layout, force=force, progress=not quiet)
+    for warning in caught:  # one line each, not Python's file:line format
+        click.echo(f"hotset: warning: {warning.message}", err=True)
     csv_path, _ = Manifest.paths(out if out is not None else root)
+    skipped = manifest.meta.get("skipped_links", 0)
     click.echo(
         f"imported {len(manifest)} samples, {manifest.total_bytes} bytes, "
         f"{manifest.num_classes} classes -> {csv_path}"
+        + (f" (skipped {skipped} symbolic links leading outside {root})" if skipped else "")
     )
 
 

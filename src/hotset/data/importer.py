@@ -4,12 +4,22 @@ Two layouts: ImageFolder (one sub-folder per class, labels by sorted class
 name, as torchvision does) and flat (every image unlabeled, label -1). Keys stay
 relative to the imported folder, so the files never move; when the manifest is
 written elsewhere, ``dataset.json`` records that folder as ``root``.
+
+Symbolic links that lead outside the imported folder (to a file, or as a class
+folder) are skipped, with a warning that counts and names them, and the count
+is kept in ``dataset.json`` as ``skipped_links``: the data set's store reads only
+files inside its root (see :class:`~hotset.storage.local.LocalStore`), so such a
+key could never be read, and importing it would put a file from elsewhere into
+training without anyone seeing it. Links that stay inside the folder are
+followed as before. Skipping rather than refusing the whole import: one stray
+link should not block a large folder, and the warning says what was left out.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -19,6 +29,7 @@ import numpy as np
 from hotset.data.decode import EXTENSIONS, decode
 from hotset.data.manifest import Manifest, content_hash
 from hotset.errors import HotsetError
+from hotset.storage.local import LocalStore
 
 LAYOUTS = ("auto", "imagefolder", "flat")
 
@@ -27,50 +38,92 @@ def _is_sample(path: Path) -> bool:
     return path.is_file() and not path.name.startswith(".") and path.suffix.lower() in EXTENSIONS
 
 
-def _images_under(folder: Path) -> list[Path]:
-    """Sample files below ``folder`` (recursive, hidden files and folders skipped), sorted."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in filenames:
-            path = Path(dirpath) / name
-            if _is_sample(path):
-                found.append(path)
-    return sorted(found)
+class _Tree:
+    """The folder being imported, where it really is, and the links found leading out."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.real = os.path.realpath(base)
+        #: paths (relative to ``base``) of symbolic links that lead outside it, skipped
+        #: (a dict: ordered, and a link met by two walks is counted once)
+        self.found: dict[str, None] = {}
+
+    @property
+    def skipped(self) -> list[str]:
+        return list(self.found)
+
+    def leads_out(self, path: Path) -> bool:
+        """Whether ``path`` is a link resolving outside the tree (then it is recorded)."""
+        if not path.is_symlink():
+            return False
+        real = os.path.realpath(path)
+        if os.path.commonpath([real, self.real]) == self.real:
+            return False
+        self.found[path.relative_to(self.base).as_posix()] = None
+        return True
+
+    def images_under(self, folder: Path) -> list[Path]:
+        """Sample files below ``folder`` (recursive, hidden skipped, links kept in), sorted."""
+        found = []
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in dirnames:  # os.walk does not follow them; say so for those leading out
+                self.leads_out(Path(dirpath) / name)
+            for name in filenames:
+                path = Path(dirpath) / name
+                if _is_sample(path) and not self.leads_out(path):
+                    found.append(path)
+        return sorted(found)
 
 
 def scan(
-    root: str | os.PathLike[str], *, layout: str = "auto"
+    root: str | os.PathLike[str], *, layout: str = "auto", skipped: list[str] | None = None
 ) -> tuple[list[str], list[int], list[str]]:
     """(keys relative to ``root``, labels, class names) in a deterministic order.
 
     ``auto`` picks ImageFolder when ``root`` holds only class sub-folders and
     flat when it holds only image files; a mix is refused as ambiguous.
+    Symbolic links leading outside ``root`` are left out (see the module) and
+    their paths appended to ``skipped``; without a list, a warning names them.
     """
     base = Path(root)
     if layout not in LAYOUTS:
         raise HotsetError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
     if not base.is_dir():
         raise HotsetError(f"cannot import {str(base)!r}: not a directory")
-    top_files = sorted(p for p in base.iterdir() if _is_sample(p))
-    class_dirs = sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+    tree = _Tree(base)
+    entries = sorted(p for p in base.iterdir() if not tree.leads_out(p))
+    top_files = [p for p in entries if _is_sample(p)]
+    class_dirs = [p for p in entries if p.is_dir() and not p.name.startswith(".")]
     if layout == "auto":
-        if top_files and any(_images_under(d) for d in class_dirs):
+        if top_files and any(tree.images_under(d) for d in class_dirs):
             raise HotsetError(
                 f"cannot import {str(base)!r}: it holds both image files and sub-folders of "
                 "images; pass --layout flat (all unlabeled) or --layout imagefolder"
             )
         layout = "flat" if top_files else "imagefolder"
+    keys, labels, names = _collect(tree, layout, class_dirs)
+    if skipped is not None:
+        skipped.extend(tree.skipped)
+    elif tree.skipped:
+        warnings.warn(_skipped_message(base, tree.skipped), RuntimeWarning, stacklevel=2)
+    return keys, labels, names
+
+
+def _collect(
+    tree: _Tree, layout: str, class_dirs: list[Path]
+) -> tuple[list[str], list[int], list[str]]:
+    base = tree.base
     keys: list[str] = []
     labels: list[int] = []
     names: list[str] = []
     if layout == "flat":
-        for path in _images_under(base):
+        for path in tree.images_under(base):
             keys.append(path.relative_to(base).as_posix())
             labels.append(-1)
     else:
         for label, folder in enumerate(class_dirs):
-            files = _images_under(folder)
+            files = tree.images_under(folder)
             if not files:
                 raise HotsetError(
                     f"cannot import {str(base)!r}: class folder {folder.name!r} has no images "
@@ -87,6 +140,14 @@ def scan(
     return keys, labels, names
 
 
+def _skipped_message(base: Path, skipped: list[str]) -> str:
+    shown = ", ".join(map(repr, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
+    return (
+        f"skipped {len(skipped)} symbolic link(s) in {str(base)!r} that lead outside it: "
+        f"{shown} (a data set reads only files inside its root; copy them in to import them)"
+    )
+
+
 def import_folder(
     root: str | os.PathLike[str],
     *,
@@ -101,7 +162,10 @@ def import_folder(
     Refuses to replace an existing manifest unless ``force``.
     """
     base = Path(root)
-    keys, labels, names = scan(base, layout=layout)
+    skipped: list[str] = []
+    keys, labels, names = scan(base, layout=layout, skipped=skipped)
+    if skipped:
+        warnings.warn(_skipped_message(base, skipped), RuntimeWarning, stacklevel=2)
     target = Path(out) if out is not None else base
     csv_path, _ = Manifest.paths(target)
     if csv_path.exists() and not force:
@@ -109,8 +173,10 @@ def import_folder(
 
     from tqdm import tqdm
 
+    store = LocalStore(base)  # reads refuse a key that leads outside, should one appear now
+
     def measure(key: str) -> tuple[int, str]:
-        data = (base / key).read_bytes()
+        data = store.read(key)
         return len(data), content_hash(data)
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -126,10 +192,15 @@ def import_folder(
         )
     sizes = [s for s, _ in results]
     hashes = [h for _, h in results]
-    meta = _describe(base, keys, labels, names)
+    meta = _describe(store, keys, names)
     meta["root"] = _root_for(base, csv_path.parent)
+    if skipped:
+        meta["skipped_links"] = len(skipped)
     manifest = Manifest(np.arange(len(keys)), keys, sizes, labels, hashes, meta)
-    manifest.save(target)
+    try:
+        manifest.save(target)
+    except OSError as exc:
+        raise HotsetError(f"cannot write the manifest to {str(target)!r}: {exc}") from None
     return manifest
 
 
@@ -140,7 +211,7 @@ def _root_for(base: Path, manifest_dir: Path) -> str:
     return str(base.resolve())
 
 
-def _describe(base: Path, keys: list[str], labels: list[int], names: list[str]) -> dict[str, Any]:
+def _describe(store: LocalStore, keys: list[str], names: list[str]) -> dict[str, Any]:
     formats = {EXTENSIONS[Path(k).suffix.lower()] for k in keys}
     meta: dict[str, Any] = {
         "format": formats.pop() if len(formats) == 1 else "mixed",
@@ -153,7 +224,7 @@ def _describe(base: Path, keys: list[str], labels: list[int], names: list[str]) 
         meta["num_classes"] = 0
     # shape of the first sample, so model builders need not decode one themselves
     try:
-        first = decode((base / keys[0]).read_bytes(), keys[0])
+        first = decode(store.read(keys[0]), keys[0])
     except HotsetError:
         return meta
     channels, height, width = first.shape

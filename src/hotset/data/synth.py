@@ -229,8 +229,30 @@ def make_synth(
     progress: bool = False,
     workers: int | None = None,
 ) -> Manifest:
-    """Generate the dataset into ``out`` (all-or-nothing) and return its manifest."""
+    """Generate the dataset into ``out`` (all-or-nothing) and return its manifest.
+
+    A place that cannot be written (``/proc/x``, a read-only mount, a full disk)
+    is a :class:`HotsetError` naming ``out`` and the system's reason, which the
+    CLI prints as one line, not a traceback.
+    """
     cfg = cfg if cfg is not None else SynthConfig()
+    try:
+        return _make_synth(out, cfg, force=force, progress=progress, workers=workers)
+    except OSError as exc:
+        raise HotsetError(
+            f"cannot write the data set to {os.fspath(out)!r}: {exc} "
+            "(give --out a place in a writable directory)"
+        ) from None
+
+
+def _make_synth(
+    out: str | os.PathLike[str],
+    cfg: SynthConfig,
+    *,
+    force: bool,
+    progress: bool,
+    workers: int | None,
+) -> Manifest:
     truth = ground_truth(cfg)
     protos = prototypes(cfg)
     keys = [sample_key(i, cfg.n, cfg.format) for i in range(cfg.n)]

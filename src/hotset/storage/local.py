@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -12,6 +13,12 @@ from hotset.errors import HotsetError
 from hotset.fsutil import atomic_write
 from hotset.storage.base import StatsCounter, StoreStats, check_key
 
+#: open without following a symbolic link in the last component (0 where there is none)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+#: what ``open(..., O_NOFOLLOW)`` fails with on a symbolic link (Linux/macOS, FreeBSD)
+_LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)
+
 
 class LocalStore:
     """Files under ``root``; writes go to a temporary name and are renamed into place.
@@ -20,6 +27,16 @@ class LocalStore:
     another job) sees the old bytes or the new bytes, never half a file, and a
     write that fails midway leaves no partial file and no temporary behind.
     Names starting with ``.`` are temporaries and are not listed.
+
+    Every key stays inside ``root``: a key that resolves, through a symbolic
+    link, to a file or folder outside it is a :class:`HotsetError` naming the
+    key, for reads, sizes, existence checks and writes alike (a data set's files
+    could otherwise hand training, or a cache shared with others, any file the
+    job can read). Links that stay inside are followed. Cost: the file is opened
+    with ``O_NOFOLLOW`` (a link fails the open and only then is resolved), and
+    each folder is resolved once per process and remembered, so a plain read
+    pays nothing extra; a folder swapped for an outside link after that first
+    check is not noticed (that takes write access to the data set itself).
     """
 
     def __init__(self, root: str | os.PathLike[str], *, create: bool = False) -> None:
@@ -32,29 +49,73 @@ class LocalStore:
         if not self.root.is_dir():
             raise HotsetError(f"store root {str(self.root)!r} is not a directory")
         self._stats = StatsCounter()
+        self._root_text = os.fspath(self.root)
+        #: where the root really is (links resolved): every key must resolve below it
+        self._real_root = os.path.realpath(self.root)
+        #: folders (relative, "/"-separated) already resolved inside the root
+        self._folders_inside: set[str] = {""}
 
     def _path(self, key: str) -> Path:
-        return self.root / check_key(key)
+        return Path(self._checked(key))
+
+    def _checked(self, key: str) -> str:
+        """The file name of ``key``, once its folder is known to resolve inside the root."""
+        folder = check_key(key).rpartition("/")[0]
+        if folder not in self._folders_inside:
+            self._refuse_outside(key, os.path.join(self._root_text, folder))
+            self._folders_inside.add(folder)
+        return os.path.join(self._root_text, key)
+
+    def _refuse_outside(self, key: str, path: str) -> None:
+        """Raise unless ``path`` (of ``key``) resolves, links and all, inside the root."""
+        real = os.path.realpath(path)
+        if os.path.commonpath([real, self._real_root]) != self._real_root:
+            raise HotsetError(
+                f"key {key!r} leads outside the store root {self._root_text!r} through a "
+                f"symbolic link (to {real!r}): hotset reads only files inside a data set's "
+                "root; copy the file into it, or open the data set where its files are"
+            )
 
     def _missing(self, key: str) -> HotsetError:
         return HotsetError(f"no such key {key!r} in store {str(self.root)!r}")
 
     def read(self, key: str) -> bytes:
-        path = self._path(key)
+        path = self._checked(key)
         start = time.perf_counter()
         try:
-            data = path.read_bytes()
+            data = self._read_file(key, path)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise self._missing(key) from None
         self._stats.add_read(len(data), time.perf_counter() - start)
         return data
 
+    def _read_file(self, key: str, path: str) -> bytes:
+        try:
+            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        except OSError as exc:
+            if exc.errno not in _LINK_ERRNOS or not os.path.islink(path):
+                raise
+            self._refuse_outside(key, path)  # a link: followed only if it stays inside
+            fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+        try:
+            return _read_all(fd)
+        finally:
+            os.close(fd)
+
     def read_many(self, keys: Sequence[str]) -> list[bytes]:
         return [self.read(k) for k in keys]
 
+    def _stat(self, key: str) -> os.stat_result:
+        path = self._checked(key)
+        info = os.stat(path, follow_symlinks=False)
+        if stat.S_ISLNK(info.st_mode):
+            self._refuse_outside(key, path)
+            info = os.stat(path)
+        return info
+
     def size(self, key: str) -> int:
         try:
-            info = self._path(key).stat()
+            info = self._stat(key)
         except (FileNotFoundError, NotADirectoryError):
             raise self._missing(key) from None
         if not stat.S_ISREG(info.st_mode):
@@ -62,7 +123,10 @@ class LocalStore:
         return info.st_size
 
     def exists(self, key: str) -> bool:
-        return self._path(key).is_file()
+        try:
+            return stat.S_ISREG(self._stat(key).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
 
     def write(self, key: str, data: bytes) -> None:
         path = self._path(key)
@@ -71,9 +135,16 @@ class LocalStore:
         self._stats.add_write(len(data), time.perf_counter() - start)
 
     def list_keys(self) -> Iterator[str]:
+        """Every file's key, sorted; a link to a file outside the root is left out."""
         for path in sorted(self.root.rglob("*")):
             if path.is_file() and not path.name.startswith("."):
+                if path.is_symlink() and not self._resolves_inside(path):
+                    continue
                 yield path.relative_to(self.root).as_posix()
+
+    def _resolves_inside(self, path: Path) -> bool:
+        real = os.path.realpath(path)
+        return os.path.commonpath([real, self._real_root]) == self._real_root
 
     def stats(self) -> StoreStats:
         return self._stats.snapshot()
@@ -83,3 +154,15 @@ class LocalStore:
 
     def __repr__(self) -> str:
         return f"LocalStore({str(self.root)!r})"
+
+
+def _read_all(fd: int) -> bytes:
+    """The whole file behind ``fd``: one read call when it holds what fstat says."""
+    size = os.fstat(fd).st_size
+    first = os.read(fd, size + 1)
+    if len(first) == size:
+        return first
+    parts = [first]  # the file grew or shrank meanwhile, or is larger than one read returns
+    while chunk := os.read(fd, 1 << 24):
+        parts.append(chunk)
+    return b"".join(parts)

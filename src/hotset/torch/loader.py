@@ -90,6 +90,7 @@ from hotset.torch.readahead import ReadAhead
 from hotset.torch.report import EpochStats
 from hotset.torch.sequencer import Sequencer
 from hotset.torch.state import check_epoch, check_loader_state
+from hotset.torch.user import is_unhashed, unhashed_verify_error
 from hotset.torch.workers import WorkerInit
 from hotset.units import parse_budget, parse_bytes
 
@@ -298,11 +299,9 @@ class HotsetLoader:
         persistent_workers = _check_bool("persistent_workers", persistent_workers)
         drop_last = _check_bool("drop_last", drop_last)
         verify = _check_bool("verify", verify)
-        if (
-            data.manifest.meta.get("source") == "user-dataset"
-            and data.manifest.hashes[0] == "0" * 16
-        ):
-            verify = False  # from_dataset(sizes=...): nothing was hashed (it warned)
+        if verify and is_unhashed(data.manifest):
+            # from_dataset(sizes=...) hashed nothing: checks happen only if the user opts out
+            raise unhashed_verify_error(data.source)
         progress = _check_bool("progress", progress)
         timeout = _check_timeout(timeout)
         namespace = check_share_key(namespace)
@@ -1125,7 +1124,8 @@ class HotsetLoader:
 
 def as_hotset_dataset(data: Any, *, progress: bool = False) -> HotsetDataset:
     """``data`` as a :class:`HotsetDataset`: opened from a location, or a user's map-style
-    Dataset wrapped (:func:`hotset.torch.user.from_dataset`, its items cached pickled)."""
+    Dataset wrapped (:func:`hotset.torch.user.from_dataset`, its items cached in
+    :mod:`hotset.data.itemcodec`'s safe encoding, never pickled)."""
     from hotset.torch.user import from_dataset
 
     if isinstance(data, HotsetDataset):
@@ -1147,7 +1147,8 @@ def loader(
 
     ``data`` is a :class:`HotsetDataset` (:func:`open_dataset`), a location
     (opened with ``decode="image"``), or the user's own map-style ``Dataset``:
-    its items, as ``__getitem__`` returns them, are cached pickled (see
+    its items, as ``__getitem__`` returns them, are cached in a safe encoding
+    of tensors, arrays, numbers and strings, never pickled (see
     :mod:`hotset.torch.user`; :func:`hotset.from_dataset` caches raw bytes
     instead, which holds more samples). ``loader.dataset`` is what was given.
 

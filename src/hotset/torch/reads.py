@@ -303,13 +303,13 @@ class StoreReader:
 
 
 def _user_items(store: Store) -> bool:
-    """Whether ``store`` (behind retries) pickles a user's Dataset items."""
+    """Whether ``store`` (behind retries) encodes a user's Dataset items."""
     from hotset.storage.retry import RetryingStore
     from hotset.torch.user import ItemStore
 
     while isinstance(store, RetryingStore):
         store = store.inner
-    return isinstance(store, ItemStore) and store.pickles
+    return isinstance(store, ItemStore) and store.encodes_items
 
 
 def _on_this_machine(store: Store) -> bool:

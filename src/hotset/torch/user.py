@@ -4,8 +4,13 @@ Most users already have a ``Dataset`` (an ``ImageFolder``, a class of their
 own) whose ``__getitem__`` reads from slow storage. :func:`from_dataset` puts
 hotset's cache in front of it without a manifest on disk. Two ways, and why:
 
-* **what ``__getitem__`` returns** (the default): hotset caches the item,
-  pickled. Nothing to write, but the cached object is the *decoded* one
+* **what ``__getitem__`` returns** (the default): hotset caches the item in
+  its own safe encoding (:mod:`hotset.data.itemcodec`: tensors, numpy arrays,
+  numbers, strings, bytes and tuples/lists/dicts of them; never pickle, since
+  cached bytes come back from a cache other clients can write, and unpickling
+  runs whatever code they name; any other type is refused when the item is
+  measured, with an error that names it and points to ``read=``/``decode=``).
+  Nothing to write, but the cached object is the *decoded* one
   (a float tensor is 4x its PNG), so fewer samples fit, and ``__getitem__``
   must be deterministic -- random augmentation belongs in ``transform=``,
   applied after the cache, or every epoch would train the first augmentation;
@@ -22,17 +27,14 @@ sample's size must be known up front: :func:`from_dataset` reads each sample
 once (on ``io_threads`` threads, with a progress bar when asked) and records
 its size, its xxh3 and its label. On slow storage that pass costs about one
 epoch of reads; a data set with a cheap ``size(i)`` (a file's ``stat``) may pass
-``sizes=`` instead, and then there are no hashes: the loader's integrity checks
-are off for it (``verify`` is ignored), which this module's docstring and the
-warning say.
+``sizes=`` instead, and then there are no hashes, so nothing can be verified:
+the loader then refuses to start unless it is given ``verify=False``, so that
+integrity checks are never off without the user having said so.
 """
 
 from __future__ import annotations
 
-import io
-import pickle
 import time
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -40,15 +42,18 @@ from typing import Any
 import numpy as np
 import xxhash
 
+from hotset.data.itemcodec import decode_item, encode_item
 from hotset.data.manifest import Manifest
-from hotset.errors import HotsetError
+from hotset.errors import HotsetError, IntegrityError
 from hotset.storage.base import StatsCounter, StoreStats
 from hotset.torch.dataset import DecodeSpec, HotsetDataset, check_decode
 
-__all__ = ["ItemStore", "from_dataset", "is_map_style"]
+__all__ = ["ItemStore", "encode_item", "from_dataset", "is_map_style", "is_unhashed"]
 
 #: the hash recorded when sizes are given and nothing was read (no integrity check)
 UNHASHED = "0" * 16
+#: manifest metadata key marking a data set built from ``sizes=``: it has no hashes
+UNHASHED_META = "unhashed"
 
 
 def is_map_style(obj: object) -> bool:
@@ -56,45 +61,44 @@ def is_map_style(obj: object) -> bool:
     return hasattr(obj, "__getitem__") and hasattr(obj, "__len__") and not isinstance(obj, str)
 
 
-def _tensor(array: np.ndarray) -> Any:
-    import torch
-
-    return torch.from_numpy(array)
-
-
-class _ItemPickler(pickle.Pickler):
-    """Pickles tensors as their numpy arrays: torch's own reduction stores a
-    serialization id and counters, so one item pickled twice differed in bytes
-    (and in size), which the byte budget and the integrity checks cannot accept."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        import torch
-
-        if type(obj) is torch.Tensor and obj.layout == torch.strided and not obj.requires_grad:
-            return _tensor, (obj.detach().cpu().contiguous().numpy(),)
-        return NotImplemented
+def is_unhashed(manifest: Manifest) -> bool:
+    """Whether ``manifest`` came from ``from_dataset(sizes=...)``: no hashes to verify by."""
+    return manifest.meta.get(UNHASHED_META) is True
 
 
-def encode_item(item: Any) -> bytes:
-    """An item's cached bytes: deterministic, so one item always has one size and hash."""
-    out = io.BytesIO()
-    _ItemPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(item)
-    return out.getvalue()
+def unhashed_verify_error(source: str) -> HotsetError:
+    """The loader's error for ``verify=True`` on a data set that has no hashes."""
+    return HotsetError(
+        f"{source}: from_dataset(..., sizes=...) read nothing up front, so there are no "
+        "hashes and no sample can be verified; pass verify=False to the loader to train on "
+        "unverified samples, or leave sizes= out so that from_dataset reads and hashes "
+        "every sample once"
+    )
 
 
-def _unpickle(data: bytes, key: str) -> Any:
-    return pickle.loads(data)
+def _encode_index(dataset: Any, index: int) -> tuple[Any, bytes]:
+    """``dataset[index]`` and its cached bytes (an unsupported type names the index)."""
+    item = dataset[index]
+    return item, encode_item(item, where=f"{type(dataset).__name__}[{index}]")
 
 
-def _unpickle_input(data: bytes, key: str) -> Any:
+def _decode(data: bytes, key: str) -> Any:
+    """A cached item, as ``__getitem__`` returned it (never unpickled: see the module)."""
+    return decode_item(data, where=f"item {key!r}")
+
+
+def _decode_input(data: bytes, key: str) -> Any:
     """The input of an ``(input, label)`` item (the label is in the manifest)."""
-    return pickle.loads(data)[0]
+    item = decode_item(data, where=f"item {key!r}")
+    if type(item) is not tuple or len(item) != 2:
+        raise IntegrityError(f"item {key!r}: cached bytes hold no (input, label) pair")
+    return item[0]
 
 
 class ItemStore:
     """The Store protocol over a user's Dataset: key ``"i"`` is index ``i``.
 
-    Reads either call ``read(i)`` (raw bytes) or pickle ``dataset[i]``. It is
+    Reads either call ``read(i)`` (raw bytes) or encode ``dataset[i]``. It is
     read-only and picklable as long as the dataset (and ``read``) are, which a
     DataLoader with workers needs anyway.
     """
@@ -106,12 +110,12 @@ class ItemStore:
         self._stats = StatsCounter()
 
     @property
-    def pickles(self) -> bool:
-        """Items are pickled ``__getitem__`` results (not raw bytes from ``read``)."""
+    def encodes_items(self) -> bool:
+        """Items are encoded ``__getitem__`` results (not raw bytes from ``read``)."""
         return self._read is None
 
     def __repr__(self) -> str:
-        how = "read()" if self._read is not None else "__getitem__, pickled"
+        how = "read()" if self._read is not None else "__getitem__, encoded"
         return f"ItemStore({type(self.dataset).__name__}, {self._n} items, {how})"
 
     def _index(self, key: str) -> int:
@@ -135,7 +139,7 @@ class ItemStore:
                 )
             data = bytes(data)
         else:
-            data = encode_item(self.dataset[i])
+            data = _encode_index(self.dataset, i)[1]
         self._stats.add_read(len(data), time.perf_counter() - start)
         return data
 
@@ -191,8 +195,9 @@ def from_dataset(
 
     ``read(i) -> bytes`` with ``decode`` (``"image"``, ``"pil"``, ``"bytes"`` or a
     callable ``(bytes, key)``) caches the stored bytes; without ``read`` the
-    pickled item is cached. ``sizes`` (bytes per index, as ``read`` or the pickle
-    would return) skips the measuring pass, and with it the integrity checks.
+    item is cached in :mod:`hotset.data.itemcodec`'s encoding. ``sizes`` (bytes
+    per index, as ``read`` or the encoding would return) skips the measuring pass,
+    and with it the hashes: a loader over the result then needs ``verify=False``.
     ``labels`` overrides the labels found in ``(input, label)`` items.
     """
     from torch.utils.data import IterableDataset
@@ -225,12 +230,6 @@ def from_dataset(
         if len(size_arr) != n or (size_arr < 0).any():
             raise HotsetError(f"sizes must be {n} non-negative byte counts, got {len(size_arr)}")
         hashes = [UNHASHED] * n
-        warnings.warn(
-            "hotset: sizes= given, so no sample was read up front and there are no hashes: "
-            "integrity checks are off for this data set",
-            RuntimeWarning,
-            stacklevel=2,
-        )
         pair = False
     else:
         size_arr, hashes, found_labels, pair = _measure(dataset, store, read, io_threads, progress)
@@ -238,15 +237,16 @@ def from_dataset(
         found_labels = np.asarray(labels, dtype=np.int64).reshape(-1)
         if len(found_labels) != n:
             raise HotsetError(f"labels must have {n} entries, got {len(found_labels)}")
-    manifest = Manifest(
-        np.arange(n), keys, size_arr, found_labels, hashes, meta={"source": "user-dataset"}
-    )
+    meta: dict[str, Any] = {"source": "user-dataset"}
+    if sizes is not None:
+        meta[UNHASHED_META] = True  # the loader asks for verify=False (see is_unhashed)
+    manifest = Manifest(np.arange(n), keys, size_arr, found_labels, hashes, meta=meta)
     chosen: DecodeSpec
     if read is not None:
         assert decode is not None
         chosen = check_decode(decode)
     else:
-        chosen = _unpickle_input if pair else _unpickle
+        chosen = _decode_input if pair else _decode
     from hotset.storage.retry import RetryingStore
 
     return HotsetDataset(
@@ -277,8 +277,7 @@ def _measure(
         if read is not None:
             data = store.read(str(i))
             return i, len(data), xxhash.xxh3_64_hexdigest(data), None
-        item = dataset[i]
-        data = encode_item(item)
+        item, data = _encode_index(dataset, i)
         return i, len(data), xxhash.xxh3_64_hexdigest(data), _label(item)
 
     bar = None
