@@ -66,6 +66,12 @@ def _reverse_ids(doc: dict[str, Any]) -> None:
         chunk["ids"].reverse()
 
 
+def _swap_first_two(doc: dict[str, Any]) -> None:
+    """Chunk 0's first two members change places (the rest of the set stays right)."""
+    ids = doc["chunks"][0]["ids"]
+    ids[0], ids[1] = ids[1], ids[0]
+
+
 def _copy_over(newer: Path, path: Path) -> None:
     """The realistic trigger: new data copied over a packed directory (chunks stay)."""
     for item in newer.iterdir():
@@ -183,6 +189,7 @@ def test_skip_names_exactly_the_samples_not_delivered(
     row = loader.report()[0]
     assert row["skipped"] == len(not_delivered)
     assert row["rebuild_reads"] + row["skipped"] > 0  # the damage was met
+    assert row["integrity_errors"] == 0  # storage's bad bytes never reach the cache
     for why in loader.skipped().values():
         assert "chunks/c0000" in why
     warned = [w for w in caught if "skipping samples" in str(w.message)]
@@ -227,3 +234,44 @@ def test_a_whole_unit_from_the_pool_is_cut_and_checked_like_a_read(
         delivered, error, _ = job(edited)
     assert _wrong(edited, delivered) == []
     assert isinstance(error, IntegrityError) and "): sample " in str(error)
+
+
+def test_the_reader_cuts_units_from_storage_and_from_the_cache_apart(
+    packed: Path, tmp_path: Path
+) -> None:
+    """From storage a bad member is an error (or, skipping, left out alone); from the cache
+    the whole entry is refused (read again). A cut that cannot be made is no exception."""
+    from hotset.torch.reads import StoreReader
+
+    path = _copy(packed, tmp_path)
+    _edit_layout(path, _swap_first_two)
+    data = hotset.open_dataset(path, decode="bytes")
+    layout = data.layout
+    assert layout is not None
+    swapped = layout.members(0).tolist()[:2]
+    whole = (path / layout.chunk_keys[0]).read_bytes()
+
+    def reader(*, verify: bool, skip: bool = False) -> StoreReader:
+        m = data.manifest
+        return StoreReader(
+            store=data.store,
+            keys=m.keys,
+            hashes=m.hashes,
+            sizes=m.sizes.tolist(),
+            layout=layout,
+            io_threads=1,
+            verify=verify,
+            skip_errors=skip,
+        )
+
+    with pytest.raises(
+        IntegrityError, match=rf"chunk 0 \('chunks/c000000.bin'\): sample {swapped[0]} "
+    ):
+        reader(verify=True).split_read(0, whole)
+    skipping = reader(verify=True, skip=True)
+    parts, complete = skipping.split_read(0, whole)
+    assert not complete and sorted(skipping.take_failed()) == sorted(swapped)
+    assert sorted(parts) == sorted(layout.members(0).tolist()[2:])
+    assert reader(verify=True).split_cached(0, whole) is None
+    assert reader(verify=False).split_cached(0, whole) is not None  # same sizes: opted out
+    assert reader(verify=False).split_cached(0, whole[:-1]) is None  # was an IntegrityError
