@@ -470,7 +470,8 @@ class BatchFetcher(_TorchDataset):
         """Cut a unit read from storage into ``blobs``, every member checked (see reads).
 
         A unit a member of which failed (skip mode) is not kept whole, so it is never
-        cached whole: its good members are delivered and put one by one.
+        cached whole; its good members are delivered (and put, where the plan puts
+        members).
         """
         parts, whole = self.reader.split_read(u, data)
         blobs.update(parts)
@@ -679,19 +680,19 @@ class BatchFetcher(_TorchDataset):
             datas = [fine[position[cid]] for cid in cids]
             if not all(d is not None for d in datas):
                 continue  # read from storage as without a pool
-            whole = None
+            cut = None
             if cids[0] >= n:  # the unit cached whole: cut it as a read would be
                 assert datas[0] is not None
-                whole = self.reader.split_cached(u, datas[0])
-                if whole is None:
+                cut = self.reader.split_cached(u, datas[0])
+                if cut is None:
                     continue  # a member the manifest disowns: read it from storage
             pooled_units.append(u)
             for cid, data in zip(cids, datas, strict=True):
                 assert data is not None
                 if cid >= n:
-                    assert whole is not None
+                    assert cut is not None
                     unit_raw[cid - n] = data
-                    parts = whole
+                    parts = cut
                     fresh = [m for m in self._served_members(plan, cid - n) if m not in found]
                     for m in fresh:
                         found[m] = None
