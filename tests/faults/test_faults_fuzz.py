@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -319,3 +320,206 @@ _SPEC_PARTS = st.sampled_from(
 def test_cache_spec_parsing(spec: Any) -> None:
     kind = _works_or_hotset_error(lambda: parse_cache_spec(spec))
     assert kind in (None, "memory", "redis", "redis-cluster")
+
+
+# -- chunk layouts (chunks.json) ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def packed_dir(dataset_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the fuzz data set, packed 8 per chunk in a seeded shuffle; the fuzz
+    overwrites its chunks.json, never its chunk files."""
+    import shutil
+
+    from hotset.data.chunks import pack_dataset
+
+    path = tmp_path_factory.mktemp("fuzzpacked") / "ds"
+    shutil.copytree(dataset_dir, path)
+    pack_dataset(path, chunk_size=8, shuffle_seed=3)
+    return path
+
+
+@dataclass(repr=False)  # no repr: hypothesis prints fixtures with a failing case
+class _Packed:
+    """The packed fuzz data set's truth: manifest, chunk files by key, samples, valid text."""
+
+    manifest: Manifest
+    chunks: dict[str, bytes]
+    samples: list[bytes]
+    text: str
+
+
+@pytest.fixture(scope="module")
+def packed_truth(packed_dir: Path) -> _Packed:
+    manifest = Manifest.load(packed_dir)
+    chunks = {f"chunks/{p.name}": p.read_bytes() for p in sorted((packed_dir / "chunks").iterdir())}
+    samples = [(packed_dir / key).read_bytes() for key in manifest.keys]
+    return _Packed(manifest, chunks, samples, (packed_dir / "chunks.json").read_text())
+
+
+_JSON_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([2**63 - 1, 2**63, -(2**63) - 1, 2**40, 10**30, 10**4000, 0, -1, 1, 8, 39, 40]),
+    st.floats(),
+    st.text(max_size=12),
+    st.sampled_from(["chunks/c000000.bin", "hotset-chunks", "0" * 16, "\ud800", "../x", "a" * 300]),
+)
+_JSON_VALUE = st.recursive(
+    _JSON_LEAF,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_TOP_FIELDS = [
+    "format",
+    "version",
+    "n",
+    "chunk_size",
+    "shuffle_seed",
+    "manifest_identity",
+    "chunks",
+]
+_CHUNK_FIELDS = ["key", "size", "xxh3", "ids", "offsets", "lengths"]
+_LAYOUT_EDITS = st.lists(
+    st.one_of(
+        st.tuples(st.just("top"), st.sampled_from([*_TOP_FIELDS, "extra"]), _JSON_VALUE),
+        st.tuples(st.just("drop"), st.sampled_from(_TOP_FIELDS), st.none()),
+        st.tuples(
+            st.just("chunk"),
+            st.tuples(st.integers(0, 6), st.sampled_from(_CHUNK_FIELDS)),
+            _JSON_VALUE,
+        ),
+        st.tuples(
+            st.just("cell"),
+            st.tuples(st.integers(0, 6), st.sampled_from(_CHUNK_FIELDS[3:]), st.integers(0, 9)),
+            st.one_of(st.integers(-3, 45), st.sampled_from([2**63, 2**62, -(2**63), 10**20])),
+        ),
+        # ids swapped inside or between chunks: valid JSON, valid layout, other bytes
+        st.tuples(
+            st.just("swap"),
+            st.tuples(st.integers(0, 6), st.integers(0, 9), st.integers(0, 6), st.integers(0, 9)),
+            st.none(),
+        ),
+        st.tuples(st.just("reverse"), st.integers(0, 6), st.none()),
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+def _edit_layout(doc: dict[str, Any], edits: list[tuple[str, Any, Any]]) -> None:
+    chunks = doc["chunks"]
+    for op, where, value in edits:
+        if op == "top":
+            doc[where] = value
+        elif op == "drop":
+            doc.pop(where, None)
+        elif not isinstance(chunks, list) or not chunks:
+            continue
+        elif op == "chunk":
+            entry = chunks[where[0] % len(chunks)]
+            if isinstance(entry, dict):
+                entry[where[1]] = value
+        elif op == "cell":
+            entry = chunks[where[0] % len(chunks)]
+            column = entry.get(where[1]) if isinstance(entry, dict) else None
+            if isinstance(column, list) and column:
+                column[where[2] % len(column)] = value
+        elif op == "swap":
+            a, b = chunks[where[0] % len(chunks)], chunks[where[2] % len(chunks)]
+            ids_a = a.get("ids") if isinstance(a, dict) else None
+            ids_b = b.get("ids") if isinstance(b, dict) else None
+            if isinstance(ids_a, list) and isinstance(ids_b, list) and ids_a and ids_b:
+                i, j = where[1] % len(ids_a), where[3] % len(ids_b)
+                ids_a[i], ids_b[j] = ids_b[j], ids_a[i]
+        else:  # reverse one chunk's ids: the issue's repro
+            entry = chunks[where % len(chunks)]
+            if isinstance(entry, dict) and isinstance(entry.get("ids"), list):
+                entry["ids"].reverse()
+
+
+def _layout_is_correct(
+    layout: Any, manifest: Manifest, chunks: dict[str, bytes], samples: list[bytes]
+) -> None:
+    """A layout that loaded is consistent, and a verified chunk read never lies."""
+    from hotset.data.chunks import ChunkLayout
+
+    assert layout.n == len(manifest)
+    assert np.array_equal(layout.length, manifest.sizes)
+    assert ChunkLayout.from_json(layout.to_json()) == layout
+    seen = np.concatenate([layout.members(c) for c in range(layout.n_chunks)])
+    assert sorted(seen.tolist()) == list(range(layout.n))
+    for c in range(layout.n_chunks):
+        blob = chunks.get(layout.chunk_keys[c])
+        if blob is None or len(blob) != int(layout.chunk_sizes[c]):
+            continue  # a read would fail on the key or the size (see test_data_chunks)
+        bad = set(layout.bad_members(c, blob, manifest.hashes))
+        parts = layout.split(c, blob)
+        assert list(parts) == layout.members(c).tolist()
+        for sid, part in parts.items():
+            assert (part == samples[sid]) == (sid not in bad), f"chunk {c} id {sid}"
+
+
+def _check_layout_text(packed_dir: Path, truth: _Packed, raw: bytes) -> Any:
+    from hotset.data.chunks import load_layout
+
+    (packed_dir / "chunks.json").write_bytes(raw)
+    layout = _works_or_hotset_error(lambda: load_layout(packed_dir, manifest=truth.manifest))
+    if layout is not None:
+        _layout_is_correct(layout, truth.manifest, truth.chunks, truth.samples)
+    return layout
+
+
+LAYOUTS_LOADED: list[int] = []
+
+
+@FUZZ
+@given(edits=_LAYOUT_EDITS)
+def test_chunk_layout_structured_edits(
+    packed_dir: Path, packed_truth: _Packed, edits: list[tuple[str, Any, Any]]
+) -> None:
+    """Fields replaced by any JSON (huge integers, deep values, lone surrogates), ids moved."""
+    import json
+
+    doc = json.loads(packed_truth.text)
+    _edit_layout(doc, edits)
+    try:
+        raw = json.dumps(doc).encode()
+    except ValueError:  # json.dumps itself refuses a 4,000-digit integer: send its digits
+        raw = json.dumps(doc, default=str).encode()
+    if _check_layout_text(packed_dir, packed_truth, raw) is not None:
+        LAYOUTS_LOADED.append(1)
+
+
+@FUZZ
+@given(
+    content=st.one_of(
+        st.binary(max_size=200),
+        st.integers(1, 200_000).map(lambda k: b"[" * k + b"]" * k),
+        st.integers(1, 200_000).map(lambda k: b'{"chunks":' * k),
+        st.sampled_from([b'{"n": 1' + b"0" * 5000 + b"}", b"\xff\xfe{}", b"\xef\xbb\xbf{}"]),
+    )
+)
+def test_chunk_layout_raw_bytes(packed_dir: Path, packed_truth: _Packed, content: bytes) -> None:
+    """Not UTF-8, not JSON, nested past the recursion limit, integers of 5,000 digits."""
+    _check_layout_text(packed_dir, packed_truth, content)
+
+
+@FUZZ
+@given(edits=_EDITS)
+def test_chunk_layout_mutated_bytes(
+    packed_dir: Path, packed_truth: _Packed, edits: list[tuple[str, int, bytes]]
+) -> None:
+    raw = _mutate(packed_truth.text.encode(), edits)
+    if _check_layout_text(packed_dir, packed_truth, raw) is not None:
+        LAYOUTS_LOADED.append(1)
+
+
+def test_chunk_layout_fuzz_loaded_some() -> None:
+    """The layout fuzz is only worth its time if some edited layouts also loaded."""
+    if not LAYOUTS_LOADED:
+        pytest.skip("run together with the chunk layout fuzz tests")
+    assert len(LAYOUTS_LOADED) >= 50

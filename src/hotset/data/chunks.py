@@ -32,10 +32,37 @@ File format
   the ``c``-th run of ``chunk_size`` ids in id order, or in a seeded permutation
   of the ids (``shuffle_seed``), so the last chunk may be shorter.
 * ``DIR/chunks.json`` beside ``manifest.csv``: ``{"format": "hotset-chunks",
-  "version": 1, "n", "chunk_size", "shuffle_seed", "chunks": [{"key", "size",
-  "xxh3", "ids", "offsets", "lengths"}, ...]}`` with each chunk's members in
-  stored (offset) order. Readers accept gaps between members (a later format may
-  align them) but never overlaps or bytes past the chunk's end.
+  "version": 1, "n", "chunk_size", "shuffle_seed", "manifest_identity",
+  "chunks": [{"key", "size", "xxh3", "ids", "offsets", "lengths"}, ...]}`` with
+  each chunk's members in stored (offset) order. Readers accept gaps between
+  members (a later format may align them) but never overlaps or bytes past the
+  chunk's end.
+
+Stale chunk sets
+----------------
+A chunk file duplicates its members' bytes, so it goes stale when the data set
+changes under it: new data of the same sizes copied over a packed directory
+keeps every length the layout records, and a chunk read would deliver the old
+samples under the new ids. ``manifest_identity`` is
+:meth:`Manifest.identity() <hotset.data.manifest.Manifest.identity>` of the
+manifest the set was packed from (an xxh3-64 over every id's size and xxh3, in
+id order; keys and labels are left out, as chunks hold neither), and
+:meth:`ChunkLayout.check_manifest` -- which :func:`load_layout` runs whenever
+it is given the manifest, as :func:`hotset.open_dataset` does -- refuses a
+layout whose fingerprint differs, naming the exact ``hotset data pack`` command
+that re-packs it. A ``chunks.json`` written before the fingerprint existed
+(no ``manifest_identity``) is still accepted, so old packed sets keep working:
+readers check every member cut from a chunk against the manifest's xxh3 when
+they verify (the loader's default, ``verify=True``), which catches a stale or
+edited set at the first chunk read, and ``hotset data verify`` checks every
+chunk; re-packing records the fingerprint. The fingerprint does not replace
+those member checks: an edited ``chunks.json`` (ids swapped between members
+of equal size) keeps it, and only the members' hashes tell.
+
+``chunks.json`` is read as untrusted input: anything that is not a valid
+layout (not UTF-8, not JSON, nested too deeply, integers outside int64, a
+sample count its chunks do not hold, ...) is a :class:`HotsetError` naming the
+file and the field, raised before anything of the size it claims is allocated.
 
 :func:`pack_dataset` builds every chunk file in a hidden temporary folder,
 checking each sample against the manifest hash, swaps it in for the old
@@ -50,18 +77,20 @@ import json
 import operator
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import xxhash
 
-from hotset.data.manifest import Manifest, content_hash
+from hotset.data.manifest import Manifest, content_hash, decode_text
 from hotset.errors import HotsetError, IntegrityError
 from hotset.fsutil import atomic_write
 from hotset.storage.base import Store, check_key
@@ -73,7 +102,10 @@ CHUNK_DIR = "chunks"
 FORMAT = "hotset-chunks"
 VERSION = 1
 
-_HASH_RE = re.compile(r"^[0-9a-f]{16}$")
+#: xxh3-64 hex of any buffer (a memoryview slice included): the manifest's ``xxh3``
+xxh3_hex = xxhash.xxh3_64_hexdigest
+_HASH_RE = re.compile(r"[0-9a-f]{16}")
+_INT64_MAX = 2**63 - 1
 
 
 def chunk_key(c: int) -> str:
@@ -136,6 +168,12 @@ class ChunkLayout:
     """Samples per chunk asked for (the last chunk may hold fewer)."""
     shuffle_seed: int | None = None
     """Seed of the permutation that grouped ids into chunks; None for id order."""
+    manifest_identity: str | None = None
+    """:meth:`Manifest.identity` of the manifest packed from; None in a layout made before
+    the fingerprint existed (see the module docstring, "Stale chunk sets")."""
+    dataset: str | None = field(default=None, compare=False)
+    """Where the layout was loaded from (a dataset directory or URL), for the re-pack
+    command errors give; not part of the layout (ignored by ``==`` and the JSON)."""
 
     _order: IntArray = field(init=False, repr=False)
     _starts: IntArray = field(init=False, repr=False)
@@ -169,10 +207,15 @@ class ChunkLayout:
             dup = next(k for k in keys if keys.count(k) > 1)
             raise HotsetError(f"chunk_keys: duplicate key {dup!r}")
         for c, digest in enumerate(hashes):
-            if not isinstance(digest, str) or not _HASH_RE.match(digest):
+            if not isinstance(digest, str) or not _HASH_RE.fullmatch(digest):
                 raise HotsetError(
-                    f"chunk_hashes[{c}]: {digest!r} is not 16 lowercase hex characters"
+                    f"chunk_hashes[{c}]: {digest!r:.80} is not 16 lowercase hex characters"
                 )
+        ident = self.manifest_identity
+        if ident is not None and (not isinstance(ident, str) or not _HASH_RE.fullmatch(ident)):
+            raise HotsetError(
+                f"manifest_identity: {ident!r:.80} is not 16 lowercase hex characters"
+            )
         _first_bad(sizes < 0, lambda c: f"chunk_sizes[{c}]: negative size {int(sizes[c])}")
         _first_bad(
             (chunk_of < 0) | (chunk_of >= n_chunks),
@@ -180,14 +223,15 @@ class ChunkLayout:
         )
         _first_bad(offset < 0, lambda i: f"offset[{i}]: negative offset {int(offset[i])}")
         _first_bad(length < 0, lambda i: f"length[{i}]: negative length {int(length[i])}")
-        end = offset + length
+        # compared as length > size - offset: offset + length could overflow int64
         _first_bad(
-            end > sizes[chunk_of],
+            length > sizes[chunk_of] - offset,
             lambda i: (
-                f"offset[{i}] + length[{i}] = {int(end[i])} is past the end of chunk "
-                f"{int(chunk_of[i])} ({int(sizes[chunk_of[i]])} bytes)"
+                f"offset[{i}] + length[{i}] = {int(offset[i]) + int(length[i])} is past the "
+                f"end of chunk {int(chunk_of[i])} ({int(sizes[chunk_of[i]])} bytes)"
             ),
         )
+        end = offset + length  # every end is within its chunk's size now: no overflow
         # stored order: by chunk, then offset; at one offset zero-length members come
         # first (they overlap nothing), by id
         order = np.lexsort((np.arange(n), length, offset, chunk_of)).astype(np.int64)
@@ -261,6 +305,18 @@ class ChunkLayout:
             raise HotsetError(f"sample id {index} is not in 0..{self.n - 1}")
         return int(self.chunk_of[index]), int(self.offset[index]), int(self.length[index])
 
+    def _check_size(self, c: object, size: int) -> int:
+        """Chunk index ``c``, checked, if ``size`` is its size; else an IntegrityError."""
+        index = self._check_chunk(c)
+        expected = int(self.chunk_sizes[index])
+        if size != expected:
+            raise IntegrityError(
+                f"chunk {index} ({self.chunk_keys[index]!r}): got {size} bytes, layout says "
+                f"{expected}: the chunk file is not the one chunks.json describes; "
+                f"{self.repack_advice()}"
+            )
+        return index
+
     def split(self, c: int, blob: bytes) -> dict[int, bytes]:
         """Cut chunk ``c``'s bytes into its samples, in stored order.
 
@@ -268,13 +324,7 @@ class ChunkLayout:
         was made for (re-packed, truncated): :class:`IntegrityError`, never a
         silently mis-cut sample.
         """
-        c = self._check_chunk(c)
-        expected = int(self.chunk_sizes[c])
-        if len(blob) != expected:
-            raise IntegrityError(
-                f"chunk {c} ({self.chunk_keys[c]!r}): got {len(blob)} bytes, layout says "
-                f"{expected} (re-run `hotset data pack`)"
-            )
+        c = self._check_size(c, len(blob))
         view = memoryview(blob)
         out: dict[int, bytes] = {}
         for sid in self.members(c).tolist():
@@ -283,23 +333,74 @@ class ChunkLayout:
         return out
 
     def check_manifest(self, manifest: Manifest) -> None:
-        """Raise :class:`HotsetError` unless this layout fits ``manifest`` (count and sizes).
+        """Raise :class:`HotsetError` unless this layout was packed from ``manifest``.
 
-        Catches a layout left over from an earlier dataset at the same path
-        without reading any chunk.
+        Catches a chunk set left over from an earlier dataset at the same path
+        without reading any chunk: the sample count, every sample's size (the
+        first that differs is named) and the manifest fingerprint
+        (``manifest_identity``, when the layout records one: see the module
+        docstring), which catches new bytes of the same sizes. Each error says the chunk set is
+        stale and gives the ``hotset data pack`` command that re-packs it.
         """
         if len(manifest) != self.n:
             raise HotsetError(
-                f"chunk layout has {self.n} samples but the manifest has {len(manifest)} "
-                "(re-run `hotset data pack`)"
+                f"chunk layout has {self.n} samples but the manifest has {len(manifest)}: "
+                f"the chunk set is stale; {self.repack_advice()}"
             )
         bad = np.flatnonzero(manifest.sizes != self.length)
         if len(bad):
             i = int(bad[0])
             raise HotsetError(
                 f"chunk layout says sample {i} has {int(self.length[i])} bytes but the manifest "
-                f"says {int(manifest.sizes[i])} (re-run `hotset data pack`)"
+                f"says {int(manifest.sizes[i])}: the chunk set is stale; {self.repack_advice()}"
             )
+        if self.manifest_identity is not None:
+            actual = manifest.identity()
+            if actual != self.manifest_identity:
+                raise HotsetError(
+                    f"chunk layout was packed from another manifest (fingerprint "
+                    f"{self.manifest_identity}, this manifest's is {actual}): the data set "
+                    f"changed since `hotset data pack` and the chunk set is stale; "
+                    f"{self.repack_advice()}"
+                )
+
+    def repack_command(self) -> str:
+        """The ``hotset data pack`` command that packs this layout's data set again, alike.
+
+        ``DIR`` stands in for the directory when the layout was not loaded from a
+        local one (packing needs a local copy of a data set behind a URL).
+        """
+        local = self.dataset is not None and not _is_url(self.dataset)
+        where = shlex.quote(self.dataset) if local and self.dataset is not None else "DIR"
+        command = f"hotset data pack {where} --chunk-size {self.chunk_size}"
+        if self.shuffle_seed is not None:
+            command += f" --shuffle-seed {self.shuffle_seed}"
+        return command
+
+    def repack_advice(self) -> str:
+        """What to run to re-pack, in words (a URL's data set is packed as a local copy)."""
+        if self.dataset is not None and _is_url(self.dataset):
+            return (
+                f"re-pack a local copy of it with `{self.repack_command()}` and upload its "
+                "chunks/ folder and chunks.json"
+            )
+        return f"re-pack it with `{self.repack_command()}`"
+
+    def bad_members(self, c: int, blob: bytes | memoryview, hashes: list[str]) -> list[int]:
+        """Ids of chunk ``c`` whose bytes in ``blob`` do not hash to ``hashes[id]``.
+
+        ``hashes`` are the manifest's (``Manifest.hashes``). Hashes memoryview
+        slices, so nothing is copied; ``blob`` must be the chunk's size.
+        """
+        view = memoryview(blob)
+        c = self._check_size(c, len(view))
+        offset, length = self.offset, self.length
+        bad = []
+        for sid in self.members(c).tolist():
+            start = int(offset[sid])
+            if xxh3_hex(view[start : start + int(length[sid])]) != hashes[sid]:
+                bad.append(sid)
+        return bad
 
     # ---- equality and text -----------------------------------------------------
 
@@ -348,65 +449,55 @@ class ChunkLayout:
             "shuffle_seed": self.shuffle_seed,
             "chunks": chunks,
         }
+        if self.manifest_identity is not None:
+            doc["manifest_identity"] = self.manifest_identity
         return json.dumps(doc, separators=(",", ":")) + "\n"
 
     @classmethod
-    def from_json(cls, text: str, *, source: str = CHUNKS_JSON) -> ChunkLayout:
-        """Parse and validate ``chunks.json`` text; errors name ``source`` and the field."""
+    def from_json(
+        cls, text: str | bytes, *, source: str = CHUNKS_JSON, dataset: str | None = None
+    ) -> ChunkLayout:
+        """Parse and validate ``chunks.json`` text (or its raw bytes).
+
+        Any input that is not a valid layout is a :class:`HotsetError` naming
+        ``source`` and the field. ``dataset`` is recorded for the re-pack command
+        that errors give (:meth:`repack_command`).
+        """
+        if isinstance(text, bytes):
+            text = decode_text(text, source=source, what="a chunk layout (JSON)")
         try:
             doc = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except RecursionError:
+            raise HotsetError(f"{source}: not valid JSON: nested too deeply") from None
+        except ValueError as exc:  # JSONDecodeError, and integers too long to convert
             raise HotsetError(f"{source}: not valid JSON: {exc}") from None
         try:
-            return cls._from_doc(doc)
+            return cls._from_doc(doc, dataset)
         except HotsetError as exc:
             raise HotsetError(f"{source}: {exc}") from None
 
     @classmethod
-    def _from_doc(cls, doc: Any) -> ChunkLayout:
+    def _from_doc(cls, doc: Any, dataset: str | None) -> ChunkLayout:
         if not isinstance(doc, dict):
             raise HotsetError(f"expected a JSON object, got {type(doc).__name__}")
         if doc.get("format") != FORMAT:
-            raise HotsetError(f"format must be {FORMAT!r}, got {doc.get('format')!r}")
-        if doc.get("version") != VERSION:
-            raise HotsetError(f"version {doc.get('version')!r} is not supported (want {VERSION})")
+            raise HotsetError(f"format must be {FORMAT!r}, got {doc.get('format')!r:.80}")
+        version = doc.get("version")
+        if type(version) is not int or version != VERSION:
+            raise HotsetError(f"version {version!r:.80} is not supported (want {VERSION})")
         n = doc.get("n")
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise HotsetError(f"n must be an integer >= 1, got {n!r}")
+        if type(n) is not int or n < 1:
+            raise HotsetError(f"n must be an integer >= 1, got {_show(n)}")
         chunks = doc.get("chunks")
         if not isinstance(chunks, list) or not chunks:
             raise HotsetError("chunks must be a non-empty list")
+        entries = [_chunk_entry(f"chunks[{c}]", entry) for c, entry in enumerate(chunks)]
+        _check_count(n, [ids for _, _, _, ids, _, _ in entries])
         chunk_of = np.full(n, -1, dtype=np.int64)
         offset = np.zeros(n, dtype=np.int64)
         length = np.zeros(n, dtype=np.int64)
-        keys: list[str] = []
-        sizes: list[int] = []
-        hashes: list[str] = []
-        for c, entry in enumerate(chunks):
+        for c, (_, _, _, ids, offs, lens) in enumerate(entries):
             where = f"chunks[{c}]"
-            if not isinstance(entry, dict):
-                raise HotsetError(f"{where}: expected an object")
-            key, size, digest = entry.get("key"), entry.get("size"), entry.get("xxh3")
-            if not isinstance(key, str):
-                raise HotsetError(f"{where}.key: expected a string, got {key!r}")
-            if isinstance(size, bool) or not isinstance(size, int):
-                raise HotsetError(f"{where}.size: expected an integer, got {size!r}")
-            if not isinstance(digest, str):
-                raise HotsetError(f"{where}.xxh3: expected a string, got {digest!r}")
-            columns = []
-            for name in ("ids", "offsets", "lengths"):
-                value = entry.get(name)
-                if not isinstance(value, list) or not all(
-                    isinstance(x, int) and not isinstance(x, bool) for x in value
-                ):
-                    raise HotsetError(f"{where}.{name}: expected a list of integers")
-                columns.append(np.asarray(value, dtype=np.int64).reshape(-1))
-            ids, offs, lens = columns
-            if not len(ids) == len(offs) == len(lens):
-                raise HotsetError(
-                    f"{where}: ids, offsets and lengths differ in length: "
-                    f"{len(ids)}, {len(offs)}, {len(lens)}"
-                )
             outside = (ids < 0) | (ids >= n)
             if outside.any():
                 raise HotsetError(f"{where}.ids: id {int(ids[outside][0])} is not in 0..{n - 1}")
@@ -419,24 +510,20 @@ class ChunkLayout:
             chunk_of[ids] = c
             offset[ids] = offs
             length[ids] = lens
-            keys.append(key)
-            sizes.append(size)
-            hashes.append(digest)
-        missing = np.flatnonzero(chunk_of < 0)
-        if len(missing):
-            raise HotsetError(f"id {int(missing[0])} is in no chunk ({len(missing)} ids missing)")
         chunk_size = doc.get("chunk_size")
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
-            raise HotsetError(f"chunk_size: must be an integer >= 1, got {chunk_size!r}")
+        if type(chunk_size) is not int:
+            raise HotsetError(f"chunk_size: must be an integer >= 1, got {_show(chunk_size)}")
         return cls(
             chunk_of=chunk_of,
             offset=offset,
             length=length,
-            chunk_keys=tuple(keys),
-            chunk_sizes=np.asarray(sizes, dtype=np.int64),
-            chunk_hashes=tuple(hashes),
+            chunk_keys=tuple(key for key, _, _, _, _, _ in entries),
+            chunk_sizes=np.asarray([size for _, size, _, _, _, _ in entries], dtype=np.int64),
+            chunk_hashes=tuple(digest for _, _, digest, _, _, _ in entries),
             chunk_size=chunk_size,
             shuffle_seed=doc.get("shuffle_seed"),
+            manifest_identity=doc.get("manifest_identity"),
+            dataset=dataset,
         )
 
     # ---- files -----------------------------------------------------------------
@@ -455,12 +542,79 @@ class ChunkLayout:
             raise HotsetError(
                 f"no chunk layout at {str(path)!r} (make one with `hotset data pack`)"
             )
-        return cls.from_json(path.read_text(encoding="utf-8"), source=str(path))
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise HotsetError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+        return cls.from_json(raw, source=str(path), dataset=str(path.parent))
 
     @staticmethod
     def exists(dataset_dir: str | os.PathLike[str]) -> bool:
         """Whether ``DIR/chunks.json`` exists (the dataset has been packed)."""
         return layout_path(dataset_dir).is_file()
+
+
+def _show(value: object) -> str:
+    """``repr(value)`` cut to a readable length (a 4,000-digit integer from JSON, say)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:24]}... ({len(text)} characters)"
+
+
+#: one parsed ``chunks[c]`` entry: key, size, xxh3, ids, offsets, lengths
+_Entry = tuple[str, int, str, IntArray, IntArray, IntArray]
+
+
+def _chunk_entry(where: str, entry: Any) -> _Entry:
+    """One ``chunks[c]`` object of ``chunks.json``, its types and int64 ranges checked."""
+    if not isinstance(entry, dict):
+        raise HotsetError(f"{where}: expected an object")
+    key, size, digest = entry.get("key"), entry.get("size"), entry.get("xxh3")
+    if not isinstance(key, str):
+        raise HotsetError(f"{where}.key: expected a string, got {_show(key)}")
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise HotsetError(f"{where}.key: {_show(key)} is not UTF-8 text") from None
+    if type(size) is not int or not -_INT64_MAX - 1 <= size <= _INT64_MAX:
+        raise HotsetError(f"{where}.size: expected a 64-bit integer, got {_show(size)}")
+    if not isinstance(digest, str):
+        raise HotsetError(f"{where}.xxh3: expected a string, got {_show(digest)}")
+    ids, offs, lens = (_int_column(f"{where}.{name}", entry.get(name)) for name in _COLUMNS)
+    if not len(ids) == len(offs) == len(lens):
+        raise HotsetError(
+            f"{where}: ids, offsets and lengths differ in length: "
+            f"{len(ids)}, {len(offs)}, {len(lens)}"
+        )
+    return key, size, digest, ids, offs, lens
+
+
+_COLUMNS = ("ids", "offsets", "lengths")
+
+
+def _int_column(where: str, value: Any) -> IntArray:
+    """A JSON list of integers as int64; floats, bools and values outside int64 are named."""
+    if not isinstance(value, list) or not all(type(x) is int for x in value):
+        raise HotsetError(f"{where}: expected a list of integers")
+    if value and (min(value) < -_INT64_MAX - 1 or max(value) > _INT64_MAX):
+        bad = next(x for x in value if not -_INT64_MAX - 1 <= x <= _INT64_MAX)
+        raise HotsetError(f"{where}: {_show(bad)} does not fit in a 64-bit integer")
+    return np.asarray(value, dtype=np.int64).reshape(-1)
+
+
+def _check_count(n: int, id_lists: list[IntArray]) -> None:
+    """Refuse an ``n`` larger than the ids the chunks list, before ``n`` is allocated.
+
+    Every id must be in a chunk, so a larger ``n`` is wrong whatever the ids are;
+    checked first, a ``chunks.json`` claiming 10**15 samples costs nothing.
+    """
+    total = sum(len(ids) for ids in id_lists)
+    if n <= total:
+        return
+    seen = np.zeros(total + 1, dtype=bool)  # ids 0..total: one of them is in no chunk
+    for ids in id_lists:
+        seen[ids[(ids >= 0) & (ids <= total)]] = True
+    first = int(np.argmin(seen))
+    raise HotsetError(f"id {first} is in no chunk (n is {_show(n)}, the chunks hold {total} ids)")
 
 
 def _first_bad(mask: npt.NDArray[np.bool_], message: Callable[[int], str]) -> None:
@@ -496,7 +650,11 @@ def load_layout(
     ``location`` is what :func:`hotset.data.open_dataset` takes: a directory, a
     ``manifest.csv`` path or a store URL (then ``chunks.json`` is read through
     the store, beside ``manifest.csv``). With ``manifest`` the layout is also
-    checked against it (:meth:`ChunkLayout.check_manifest`).
+    checked against it (:meth:`ChunkLayout.check_manifest`): a chunk set packed
+    from other data is refused with the command that re-packs it. A layout
+    without a manifest fingerprint (packed by an older hotset) passes that check
+    on its count and sizes; see the module docstring for what then catches a
+    stale one.
     """
     text = os.fspath(location)
     layout: ChunkLayout | None
@@ -507,7 +665,7 @@ def load_layout(
         if not store.exists(CHUNKS_JSON):
             return None
         layout = ChunkLayout.from_json(
-            store.read(CHUNKS_JSON).decode("utf-8"), source=f"{text.rstrip('/')}/{CHUNKS_JSON}"
+            store.read(CHUNKS_JSON), source=f"{text.rstrip('/')}/{CHUNKS_JSON}", dataset=text
         )
     else:
         layout = ChunkLayout.load(text) if ChunkLayout.exists(text) else None
@@ -517,12 +675,20 @@ def load_layout(
 
 
 def read_chunk(
-    store: Store, layout: ChunkLayout, c: int, *, verify: bool = False
+    store: Store,
+    layout: ChunkLayout,
+    c: int,
+    *,
+    verify: bool = False,
+    manifest: Manifest | None = None,
 ) -> dict[int, bytes]:
     """Chunk ``c``'s samples by id, from ONE ``store.read`` of its chunk file.
 
-    ``verify`` also checks the chunk's xxh3 against the layout
-    (:class:`IntegrityError` on mismatch); the size is always checked.
+    ``verify`` also checks the chunk's xxh3 against the layout and, given the
+    ``manifest``, every member's xxh3 against the manifest's: the chunk's own
+    hash only proves the file is the one ``chunks.json`` describes, not that
+    ``chunks.json`` describes this data set (:class:`IntegrityError` naming the
+    chunk and the sample on mismatch). The size is always checked.
     """
     c = layout._check_chunk(c)
     blob = store.read(layout.chunk_keys[c])
@@ -533,7 +699,22 @@ def read_chunk(
                 f"chunk {c} ({layout.chunk_keys[c]!r}): xxh3 {actual}, layout says "
                 f"{layout.chunk_hashes[c]}"
             )
+        if manifest is not None:
+            bad = layout.bad_members(c, blob, manifest.hashes)
+            if bad:
+                raise IntegrityError(member_mismatch(layout, c, bad[0], manifest.keys))
     return layout.split(c, blob)
+
+
+def member_mismatch(layout: ChunkLayout, c: int, sid: int, keys: Sequence[str]) -> str:
+    """The message for sample ``sid`` of chunk ``c`` whose bytes the manifest disowns."""
+    start = int(layout.offset[sid])
+    return (
+        f"chunk {c} ({layout.chunk_keys[c]!r}): sample {sid} ({keys[sid]!r}) at bytes "
+        f"{start}..{start + int(layout.length[sid])} does not hash to the manifest's xxh3: "
+        f"the chunk set does not hold this data set's bytes (stale, or chunks.json edited); "
+        f"{layout.repack_advice()}"
+    )
 
 
 def _write_file(path: Path, data: bytes) -> None:
@@ -636,6 +817,7 @@ def pack_dataset(
             chunk_hashes=tuple(hashes),
             chunk_size=chunk_size,
             shuffle_seed=seed,
+            manifest_identity=manifest.identity(),
         )
         # No layout may point at files while they are being replaced: drop it first.
         layout_path(local).unlink(missing_ok=True)
@@ -662,6 +844,7 @@ __all__ = [
     "chunk_key",
     "layout_path",
     "load_layout",
+    "member_mismatch",
     "pack_dataset",
     "read_chunk",
 ]

@@ -63,6 +63,15 @@ the error's name twice and its message buried in a traceback.
 A hit or substitution that names a unit is cut from that unit, cached whole
 under cache id ``n + unit`` (:meth:`BatchFetcher.key_of`).
 
+Every sample cut from a unit is checked against the manifest (its size always,
+its xxh3 with ``verify``), wherever the unit came from: a unit's own hash only
+proves it is the file ``chunks.json`` describes, not that ``chunks.json`` still
+describes this data set. A unit read from storage (here, or prefetched by the
+main process) with a member that fails is an :class:`~hotset.errors.IntegrityError`
+naming the chunk's key and the sample id, as a bad sample file is; a unit served
+by the cache or the pool that fails is a poisoned entry, read again from
+storage (:meth:`~hotset.torch.reads.StoreReader.split_read`, ``split_cached``).
+
 In a namespace shared with other jobs, a batch first asks the pool, in one
 pipelined ``get_many``, for its planned single-sample misses and for what it
 needs of each unit it plans to read (:meth:`BatchFetcher._from_pool`): a miss
@@ -235,10 +244,6 @@ class BatchFetcher(_TorchDataset):
         assert self.layout is not None
         return CacheKey(cid, self.layout.chunk_hashes[cid - n])
 
-    def _split(self, unit: int, data: bytes) -> dict[int, bytes]:
-        assert self.layout is not None
-        return self.layout.split(unit, data)
-
     def __getitem__(
         self, plan: BatchPlan
     ) -> tuple[Any, Any, Any, Any, dict[str, Any]] | HotsetError:
@@ -261,13 +266,12 @@ class BatchFetcher(_TorchDataset):
         info["io_seconds"] = time.perf_counter() - start
         served = plan.served
         weights = plan.weights
-        failed = self.reader.take_failed() if self.reader.skip_errors else {}
+        failed = self._skipped_of(served, blobs) if self.reader.skip_errors else {}
         if failed:
             # on_error="skip": the samples whose reads failed for good leave the batch
             # (and training this epoch); the loader counts them and keeps their errors
             keep = np.fromiter((s in blobs for s in served.tolist()), dtype=bool, count=len(served))
             served, weights = served[keep], weights[keep]
-            failed = {s: e for s, e in failed.items() if s not in blobs}
         info["skipped"] = len(failed)
         info["skipped_errors"] = failed
         if self.decode == "bytes" and self.transform is None and self.collate_fn is None:
@@ -291,6 +295,21 @@ class BatchFetcher(_TorchDataset):
         )
         return x, y, ids, w, info
 
+    def _skipped_of(self, served: npt.NDArray[np.int64], blobs: dict[int, bytes]) -> dict[int, str]:
+        """Skip mode: id -> error of each id this batch serves and could not read.
+
+        Exactly the ids the batch leaves out. A failed read may also name ids the
+        batch does not serve (the other members of a unit that only loads the
+        cache): they are not skipped -- the policy believes them cached, so the
+        batch that serves them reads them again (a rebuild read) -- and not counted.
+        """
+        failed = self.reader.take_failed()
+        out: dict[int, str] = {}
+        for sid in served.tolist():
+            if sid not in blobs and sid not in out:
+                out[sid] = failed.get(sid, "its read unit failed")
+        return out
+
     def _move_bytes(self, plan: BatchPlan) -> tuple[dict[int, bytes], dict[str, Any]]:
         staged = plan.staged
         singles: list[int] = plan.reads.tolist()
@@ -311,10 +330,9 @@ class BatchFetcher(_TorchDataset):
         pool_units = self.shared and bool(unit_ids) and self.cache is not None
         unit_reads = [] if pool_units else [(u, self.reader.submit_unit(u)) for u in unit_ids]
         #: whole units' bytes this batch holds: prefetched, cached, or read
-        unit_raw: dict[int, bytes] = dict(plan.staged_units)
-        for u, prefetched in unit_raw.items():
-            blobs.update(self._split(u, prefetched))
-        cached, cached_units = self._cached(plan, singles, unit_ids, blobs)
+        unit_raw: dict[int, bytes] = {}
+        cached: list[int] = []
+        cached_units: list[int] = []
         rebuild_ids: list[int] = []
         rebuild_units: list[int] = []
         #: cache entries that did not hash to their key: dropped in the write turn
@@ -333,6 +351,9 @@ class BatchFetcher(_TorchDataset):
         claimed_elsewhere: list[int] = []
         pool_bytes = 0
         try:
+            for u, prefetched in plan.staged_units.items():  # read from storage, in the main
+                self._take_read_unit(u, prefetched, unit_raw, blobs)
+            cached, cached_units = self._cached(plan, singles, unit_ids, blobs)
             if self.shared and (to_read or pool_units) and self.cache is not None and turn.ok:
                 pooled, to_read, pooled_units, pool_bytes = self._from_pool(
                     plan, to_read, unit_ids if pool_units else [], blobs, unit_raw, turn
@@ -365,12 +386,15 @@ class BatchFetcher(_TorchDataset):
                         rebuild_ids.append(sid)
                     else:
                         blobs[sid] = data
-                for u, data in zip(cached_units, got[len(cached) :], strict=True):
-                    if data is None:
+                for u, whole in zip(cached_units, got[len(cached) :], strict=True):
+                    parts = None if whole is None else self.reader.split_cached(u, whole)
+                    if whole is None or parts is None:
                         rebuild_units.append(u)
+                        if whole is not None:  # a member the manifest disowns: poisoned
+                            poisoned.append(self.key_of(len(self.keys) + u))
                     else:
-                        unit_raw[u] = data
-                        blobs.update(self._split(u, data))
+                        unit_raw[u] = whole
+                        blobs.update(parts)
             else:
                 rebuild_ids, rebuild_units = cached, cached_units
             rebuild = self.reader.start(rebuild_ids, blobs)
@@ -436,10 +460,23 @@ class BatchFetcher(_TorchDataset):
             whole = self.reader.unit_or_skip(u, fut)
             if whole is None:
                 continue  # skip mode: its members are in reader.failed
-            unit_raw[u] = whole
             nbytes += len(whole)
-            blobs.update(self._split(u, whole))
+            self._take_read_unit(u, whole, unit_raw, blobs)
         return nbytes
+
+    def _take_read_unit(
+        self, u: int, data: bytes, unit_raw: dict[int, bytes], blobs: dict[int, bytes]
+    ) -> None:
+        """Cut a unit read from storage into ``blobs``, every member checked (see reads).
+
+        A unit a member of which failed (skip mode) is not kept whole, so it is never
+        cached whole; its good members are delivered (and put, where the plan puts
+        members).
+        """
+        parts, whole = self.reader.split_read(u, data)
+        blobs.update(parts)
+        if whole:
+            unit_raw[u] = data
 
     @staticmethod
     def _drop_poisoned(
@@ -643,12 +680,19 @@ class BatchFetcher(_TorchDataset):
             datas = [fine[position[cid]] for cid in cids]
             if not all(d is not None for d in datas):
                 continue  # read from storage as without a pool
+            cut = None
+            if cids[0] >= n:  # the unit cached whole: cut it as a read would be
+                assert datas[0] is not None
+                cut = self.reader.split_cached(u, datas[0])
+                if cut is None:
+                    continue  # a member the manifest disowns: read it from storage
             pooled_units.append(u)
             for cid, data in zip(cids, datas, strict=True):
                 assert data is not None
-                if cid >= n:  # the unit cached whole: cut it as a read would be
+                if cid >= n:
+                    assert cut is not None
                     unit_raw[cid - n] = data
-                    parts = self._split(cid - n, data)
+                    parts = cut
                     fresh = [m for m in self._served_members(plan, cid - n) if m not in found]
                     for m in fresh:
                         found[m] = None
