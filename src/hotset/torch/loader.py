@@ -203,7 +203,7 @@ class _PlanSampler(Sampler[Any]):
         ra = self._readahead
         pf = self._prefetcher
         for plan in self._planner.plans():
-            self._packages.write(plan)
+            plan = self._packages.write(plan)  # a package with no file: its members alone
             if len(plan.prefetch):
                 pf.submit(plan.prefetch.tolist())
             if ra.active and len(plan.reads):
@@ -693,9 +693,11 @@ class HotsetLoader:
         """What the system's policy says of its own choices so far (JSON-ready).
 
         The same dictionary the simulator reports as ``policy``: Quiver's chunks and
-        how far samples moved from their planned places, iCACHE's packages, ...
+        how far samples moved from their planned places, iCACHE's packages, ...;
+        plus, once a package file could not be written, what became of them
+        (``package_write_errors``, ``package_fallback_reads``: hotset.torch.packing).
         """
-        return self.system.policy.summary()
+        return {**self.system.policy.summary(), **self._packages.summary()}
 
     @property
     def namespace(self) -> str | None:
