@@ -200,7 +200,9 @@ def test_a_package_that_cannot_be_written_is_read_as_its_members(tmp_path: Path)
 def test_a_folder_that_cannot_hold_packages_is_refused_when_the_writer_is_made(
     tmp_path: Path,
 ) -> None:
-    system: Any = SimpleNamespace(policy=SimpleNamespace(layout=PackageSet(np.ones(2, dtype=np.int64))))
+    system: Any = SimpleNamespace(
+        policy=SimpleNamespace(layout=PackageSet(np.ones(2, dtype=np.int64)))
+    )
     file_in_the_way(tmp_path / "pkgs" / ".hotset-packages")
     with pytest.raises(HotsetError, match=r"package_dir='.*pkgs'.*Errno 20\] Not a directory"):
         PackageWriter.for_policy(
@@ -225,7 +227,9 @@ def test_the_package_folders_of_dead_runs_go_when_a_writer_is_made(tmp_path: Pat
     for folder in (dead, alive, other_host):
         folder.mkdir(parents=True)
         (folder / "p00000000.pkg").write_bytes(b"x" * 100)
-    system: Any = SimpleNamespace(policy=SimpleNamespace(layout=PackageSet(np.ones(2, dtype=np.int64))))
+    system: Any = SimpleNamespace(
+        policy=SimpleNamespace(layout=PackageSet(np.ones(2, dtype=np.int64)))
+    )
     writer = PackageWriter.for_policy(
         system.policy,
         LocalStore(tmp_path),
