@@ -366,6 +366,8 @@ def test_an_unwritable_package_dir_is_refused_when_the_loader_is_made(
         remount_read_only(mnt)
         with pytest.raises(HotsetError, match=r"package_dir=.*mnt.*Read-only file system"):
             hotset.loader(dataset_dir, system="impact", batch_size=8, package_dir=mnt)
+        with pytest.raises(HotsetError, match=r"package_dir=.*mnt/new.*Read-only file system"):
+            hotset.loader(dataset_dir, system="impact", batch_size=8, package_dir=mnt / "new")
 
 
 def test_a_read_only_data_store_is_refused_when_the_loader_is_made(tmp_path: Path) -> None:

@@ -59,7 +59,10 @@ class PackageWriteError(HotsetError):
 
 def run_prefix(label: str = "run") -> str:
     """A key prefix no other run uses: ``.hotset-packages/<label>-<owner>-<random>/``,
-    the owner as :func:`hotset.data.leftovers.owner_tag` writes it."""
+    the owner as :func:`hotset.data.leftovers.owner_tag` writes it (``label`` in
+    lowercase letters, or a scan does not recognise the folder)."""
+    if not label.isascii() or not label.isalpha() or not label.islower():
+        raise HotsetError(f"package folder label must be lowercase letters, got {label!r}")
     return f"{DEFAULT_PREFIX}{label}-{owner_tag()}-{secrets.token_hex(4)}/"
 
 

@@ -176,7 +176,10 @@ def _package_store(
             f"package_dir={str(package_dir)!r}: system {system!r} builds no packages "
             "(only iCACHE and ImPACT systems write them)"
         )
-    return LocalStore(package_dir, create=True)
+    try:
+        return LocalStore(package_dir, create=True)
+    except HotsetError as exc:  # cannot be made (a read-only or full parent, a file there)
+        raise HotsetError(f"package_dir={str(package_dir)!r}: {exc}") from None
 
 
 class _PlanSampler(Sampler[Any]):
