@@ -156,8 +156,8 @@ class PackingThread:
                 warnings.warn(
                     f"hotset: {exc}; packages are no longer written: the members of each "
                     "are read alone from the data store instead (counted in "
-                    "loader.policy_summary()['package_fallback_reads']); free some space "
-                    "there, or give package_dir= a writable local directory",
+                    "loader.policy_summary()['package_fallback_reads']); free space there "
+                    "or make it writable, or give package_dir= a writable local directory",
                     RuntimeWarning,
                     stacklevel=2,
                 )
