@@ -21,6 +21,14 @@ import pytest
 from cli_support import run_cli
 from hotset.cachestore.shm import SharedMemoryCache
 from hotset.cachestore.shm_gc import owner_identity
+from leftovers_support import (
+    blocked,
+    fifo_sample,
+    kill,
+    start_loader,
+    start_pack,
+    wait_for_leftover,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
@@ -134,3 +142,73 @@ def test_ls_sees_a_live_cache_in_dev_shm() -> None:
 def test_help_says_redis_is_out_of_scope() -> None:
     code, out = _run("--help")
     assert code == 0 and "Redis" in out
+
+
+# -- leftovers in a data directory (issue #25, item 9) ----------------------------------
+
+
+def test_gc_data_removes_what_killed_jobs_left_and_keeps_live_owners(tmp_path: Path) -> None:
+    import hotset
+    from hotset.data import SynthConfig, make_synth
+
+    ds = tmp_path / "ds"
+    make_synth(ds, SynthConfig(n=200, image_size=8, classes=4, seed=3), workers=1)
+    older_pkg = ds / ".hotset-packages" / "loader-4242-0123abcd"  # an older hotset's
+    older_pkg.mkdir(parents=True)
+    (older_pkg / "p00000000.pkg").write_bytes(b"x" * 10)
+    # live owners: this process's loader (its package folder) and a pack in progress
+    live_loader = hotset.loader(ds, system="icache", batch_size=8, cache="30%")
+    assert live_loader._packer is not None
+    live_pkg = ds / live_loader._packer.prefix
+    with fifo_sample(ds, 13) as fifo:
+        live_pack = start_pack(ds, "--chunk-size", "4")
+        live_held = blocked(fifo, live_pack)
+    # then what killed jobs leave (made after the live ones, which would remove them)
+    killed_loader = start_loader(ds)  # an iCACHE run, killed once it wrote packages
+    dead_pkg = Path(wait_for_leftover(ds, killed_loader, "packages").path)
+    kill(killed_loader)
+    assert any(dead_pkg.glob("*.pkg"))
+    with fifo_sample(ds, 13) as fifo:  # `hotset data pack` killed mid-pack
+        killed_pack = start_pack(ds, "--chunk-size", "4")
+        held = blocked(fifo, killed_pack)
+        dead_tmp = Path(wait_for_leftover(ds, killed_pack, "chunks").path)
+        kill(killed_pack)
+        os.close(held)
+    try:
+        live_tmp = Path(wait_for_leftover(ds, live_pack, "chunks").path)
+        code, out = _run("ls", "--data", str(ds), "--json")
+        assert code == 0, out
+        states = {row["path"]: row["state"] for row in json.loads(out)}
+        assert states == {
+            str(dead_pkg): "dead",
+            str(dead_tmp): "dead",
+            str(live_pkg): "alive",
+            str(live_tmp): "alive",
+            str(older_pkg): "unknown",
+        }
+        code, table = _run("ls", "--data", str(ds))
+        assert code == 0 and "5 folders" in table and str(killed_loader.pid) in table
+        code, out = _run("gc", "--data", str(ds))
+        assert code == 0, out
+        assert "in 2 folders" in out and str(dead_pkg) in out and str(dead_tmp) in out
+        assert not dead_pkg.exists() and not dead_tmp.exists()
+        assert live_pkg.is_dir() and live_tmp.is_dir() and older_pkg.is_dir()
+        code, out = _run("gc", "--data", str(ds), "--unknown")  # an older hotset's too
+        assert code == 0 and "in 1 folders" in out and not older_pkg.exists()
+        assert live_pkg.is_dir() and live_tmp.is_dir()
+    finally:
+        kill(live_pack)
+        os.close(live_held)
+        live_loader.close()
+    assert not live_pkg.exists()  # the loader removed its own at close
+    code, out = _run("gc", "--data", str(ds))
+    assert code == 0 and "in 1 folders" in out and not live_tmp.exists()
+    code, out = _run("ls", "--data", str(ds))
+    assert code == 0 and "no hotset leftovers" in out
+
+
+def test_data_and_redis_are_one_target_at_a_time(tmp_path: Path) -> None:
+    code, out = _run("gc", "--data", str(tmp_path), "--redis", "redis://127.0.0.1:1/0")
+    assert code == 2 and "not both" in out
+    code, out = _run("gc", "--data", str(tmp_path), "--shared-idle", "5")
+    assert code == 2 and "--shared-idle needs --redis" in out

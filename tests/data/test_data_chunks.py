@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import uuid
 from pathlib import Path
@@ -19,6 +20,7 @@ from hotset.data.manifest import Manifest, content_hash
 from hotset.data.synth import SynthConfig
 from hotset.errors import HotsetError, IntegrityError
 from hotset.storage import LocalStore, ThrottledStore, open_store
+from leftovers_support import blocked, fifo_sample, kill, start_pack, wait_for_leftover
 
 
 def _synth(out: Path, n: int = 30, fmt: str = "png") -> Manifest:
@@ -417,3 +419,37 @@ def test_a_chunk_costs_one_request_and_single_reads_cost_one_each(tmp_path: Path
     stats = store.stats()
     assert stats.reads == 64 and stats.bytes_read == total
     assert store.modeled_seconds == pytest.approx(64 * latency_s + total / bytes_per_s)
+
+
+# -- leftovers of killed packs (issue #25, item 9) --------------------------------------
+
+
+def test_a_killed_pack_leaves_a_folder_the_next_pack_removes_and_a_live_ones_stays(
+    tmp_path: Path,
+) -> None:
+    ds = tmp_path / "ds"
+    _synth(ds, n=30)
+    older = ds / ".chunks.abcd1234.tmp"  # an older hotset's: no owner recorded
+    older.mkdir()
+    with fifo_sample(ds, 13) as fifo:  # a pack stops at sample 13
+        killed = start_pack(ds, "--chunk-size", "4")
+        held = blocked(fifo, killed)
+        dead_dir = Path(wait_for_leftover(ds, killed, "chunks").path)
+        kill(killed)
+        os.close(held)
+        assert any(dead_dir.iterdir())  # what a kill leaves: the chunks written so far
+        live = start_pack(ds, "--chunk-size", "4")
+        held = blocked(fifo, live)
+    try:
+        live_dir = Path(wait_for_leftover(ds, live, "chunks").path)
+        layout = pack_dataset(ds, chunk_size=4)  # the re-pack
+        assert not dead_dir.exists()  # its owner is dead: removed
+        assert live_dir.is_dir()  # its owner still packs: kept
+        assert older.is_dir()  # no owner recorded: not this pack's to judge
+        assert load_layout(ds) == layout
+    finally:
+        kill(live)
+        os.close(held)
+    pack_dataset(ds, chunk_size=4)
+    assert not live_dir.exists()  # dead now
+    assert sorted(p.name for p in ds.iterdir() if p.name.startswith(".chunks.")) == [older.name]

@@ -8,6 +8,11 @@ and free that memory now, without starting a job. The rules are
 :mod:`hotset.cachestore.shm_gc`'s for segments (owner identity, what counts as
 dead) and :mod:`hotset.cachestore.redis_leases`'s for namespaces (leases).
 With ``--redis URL`` the commands act on that server's namespaces.
+
+With ``--data DIR`` they act on the folders hotset leaves in a data directory
+(:mod:`hotset.data.leftovers`): the temporary folders of a killed ``hotset data
+pack`` and the package folders of a killed iCACHE/ImPACT loader, which take
+disk space rather than memory and which no new job might ever come to reclaim.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from hotset.cachestore.shm_gc import (
     reclaim_stale_segments,
     remove_segment,
 )
+from hotset.cli.cache_data import data_gc, data_ls
 from hotset.cli.cache_redis import redis_gc, redis_ls, redis_rm
 from hotset.units import format_bytes
 
@@ -46,6 +52,17 @@ _REDIS_OPTION = click.option(
 )
 
 
+_DATA_OPTION = click.option(
+    "--data",
+    "data_dirs",
+    multiple=True,
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False),
+    help="Act on the leftover folders in this data directory (a data set's root, or a "
+    "loader's package_dir) instead of /dev/shm; may be given several times.",
+)
+
+
 @click.group("cache")
 def cache() -> None:
     """Inspect and reclaim hotset caches: shared-memory segments, or Redis namespaces.
@@ -53,7 +70,9 @@ def cache() -> None:
     Without --redis, segments named hotset_* in /dev/shm are listed and collected.
     With --redis URL, that server's hotset namespaces: private ones (a loader's
     own, removed when it closes) and shared ones (named with namespace=, kept
-    for the next job), each with its live jobs (leases) and bytes.
+    for the next job), each with its live jobs (leases) and bytes. With --data
+    DIR, the folders killed jobs left in a data directory: `hotset data pack`'s
+    .chunks.*.tmp and iCACHE/ImPACT loaders' .hotset-packages/* folders.
     """
 
 
@@ -61,14 +80,25 @@ def _owner(info: SegmentInfo) -> str:
     return "-" if info.owner_pid is None else str(info.owner_pid)
 
 
+def _check_one_target(redis_url: str | None, data_dirs: tuple[str, ...]) -> None:
+    if redis_url is not None and data_dirs:
+        raise click.UsageError("give --redis URL or --data DIR, not both")
+
+
 @cache.command("ls")
 @_DIR_OPTION
 @_REDIS_OPTION
+@_DATA_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
-def ls(shm_dir: str, redis_url: str | None, as_json: bool) -> None:
-    """List hotset segments (name, size, owner pid, alive) or Redis namespaces."""
+def ls(shm_dir: str, redis_url: str | None, data_dirs: tuple[str, ...], as_json: bool) -> None:
+    """List hotset segments (name, size, owner pid, alive), Redis namespaces, or the
+    leftover folders in data directories."""
+    _check_one_target(redis_url, data_dirs)
     if redis_url is not None:
         redis_ls(redis_url, as_json=as_json)
+        return
+    if data_dirs:
+        data_ls(data_dirs, as_json=as_json)
         return
     infos = list_segments(shm_dir)
     if as_json:
@@ -92,6 +122,7 @@ def ls(shm_dir: str, redis_url: str | None, as_json: bool) -> None:
 @cache.command("gc")
 @_DIR_OPTION
 @_REDIS_OPTION
+@_DATA_OPTION
 @click.option(
     "--shared-idle",
     type=click.FloatRange(min=0),
@@ -102,21 +133,37 @@ def ls(shm_dir: str, redis_url: str | None, as_json: bool) -> None:
 @click.option(
     "--unknown",
     is_flag=True,
-    help="With --redis: also remove unregistered namespaces (from an older hotset).",
+    help="With --redis: also remove unregistered namespaces; with --data: also remove "
+    "folders that record no owner (both from an older hotset).",
 )
-def gc(shm_dir: str, redis_url: str | None, shared_idle: float | None, unknown: bool) -> None:
-    """Remove the segments whose owner process is dead, or abandoned Redis namespaces.
+def gc(
+    shm_dir: str,
+    redis_url: str | None,
+    data_dirs: tuple[str, ...],
+    shared_idle: float | None,
+    unknown: bool,
+) -> None:
+    """Remove the segments whose owner process is dead, abandoned Redis namespaces, or
+    the leftover folders of dead jobs in data directories.
 
     Segments of live owners, of owners in another pid namespace and of unknown
     owners are kept (use `hotset cache rm --force NAME` for those). With --redis,
     private namespaces whose lease has lapsed are removed; shared ones are kept
-    for the next job unless --shared-idle says how long is too long.
+    for the next job unless --shared-idle says how long is too long. With --data
+    DIR, the folders whose owner process is dead are removed; those of live
+    owners, and of owners on another host or in another pid namespace, are kept.
     """
+    _check_one_target(redis_url, data_dirs)
     if redis_url is not None:
         redis_gc(redis_url, shared_idle_s=shared_idle, unknown=unknown)
         return
+    if data_dirs:
+        if shared_idle is not None:
+            raise click.UsageError("--shared-idle needs --redis URL")
+        data_gc(data_dirs, unknown=unknown)
+        return
     if shared_idle is not None or unknown:
-        raise click.UsageError("--shared-idle and --unknown need --redis URL")
+        raise click.UsageError("--shared-idle and --unknown need --redis URL (or --data DIR)")
     removed = reclaim_stale_segments(shm_dir)
     for info in removed:
         click.echo(f"removed {info.name} ({format_bytes(info.size_bytes)}, pid {_owner(info)})")

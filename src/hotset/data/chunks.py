@@ -80,7 +80,6 @@ import re
 import shlex
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -780,7 +779,12 @@ def pack_dataset(
     hashes: list[str] = []
     from tqdm import tqdm
 
-    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".{CHUNK_DIR}.", suffix=".tmp"))
+    from hotset.data.leftovers import owned_tempdir, reclaim
+
+    # The temporary folders carry their owner in their name: a killed pack's are
+    # removed here by the next one (and by `hotset cache gc --data`), a live one's kept.
+    reclaim(root, ("chunks",))
+    tmp = owned_tempdir(root, prefix=f".{CHUNK_DIR}.", suffix=".tmp")
     try:
         with tqdm(
             total=n, desc="pack", unit="sample", file=sys.stderr, disable=not progress
@@ -823,7 +827,7 @@ def pack_dataset(
         layout_path(local).unlink(missing_ok=True)
         trash: Path | None = None
         if final.exists():
-            trash = Path(tempfile.mkdtemp(dir=root, prefix=f".{CHUNK_DIR}.", suffix=".old"))
+            trash = owned_tempdir(root, prefix=f".{CHUNK_DIR}.", suffix=".old")
             os.replace(final, trash)
         os.replace(tmp, final)
         layout.save(local)

@@ -8,11 +8,25 @@ key prefix. The reads are the packer's, counted apart from training's reads.
 
 Each run packs under a prefix of its own (``.hotset-packages/<run>/``), so two
 runs on one data set never read each other's packages; :meth:`PackageWriter.remove`
-deletes the run's folder on a local store when the run ends.
+deletes the run's folder on a local store when the run ends. The folder's name
+carries its owner (:mod:`hotset.data.leftovers`), so the folder of a run killed
+before it could remove it is found and removed later: by the next writer in the
+same place (:meth:`PackageWriter.open`) or by ``hotset cache gc --data DIR``.
+
+Where packages cannot be written. A data store on a read-only mount, or a
+``package_dir`` on a full tmpfs, used to let the warm-up run and then kill the
+first selective epoch with a bare ``OSError`` naming no path. Now
+:meth:`PackageWriter.open` creates the run's folder and a probe file in it when
+the writer is made, and raises a :class:`~hotset.errors.HotsetError` naming the
+directory (and ``package_dir=``) when it cannot; a write that fails later raises
+:class:`PackageWriteError`, naming the file and the system's reason, which the
+loader turns into single reads of the package's members
+(:mod:`hotset.torch.packing`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -23,15 +37,40 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hotset.data.leftovers import owner_tag, reclaim
 from hotset.data.manifest import content_hash
 from hotset.engine.packages import DEFAULT_PREFIX, encode, package_key
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError, IntegrityError
 
+#: the probe file :meth:`PackageWriter.open` writes and removes in the run's folder
+PROBE_NAME = ".probe"
+
+
+class PackageWriteError(HotsetError):
+    """A package file could not be written: its folder is full, read-only or gone.
+
+    Raised for the :class:`OSError` of the write itself, never for the reads of
+    the members (a data problem stays a :class:`~hotset.errors.StorageError` or
+    :class:`~hotset.errors.IntegrityError`), so a driver can read the members
+    alone instead and go on.
+    """
+
 
 def run_prefix(label: str = "run") -> str:
-    """A key prefix no other run uses: ``.hotset-packages/<label>-<pid>-<random>/``."""
-    return f"{DEFAULT_PREFIX}{label}-{os.getpid()}-{secrets.token_hex(4)}/"
+    """A key prefix no other run uses: ``.hotset-packages/<label>-<owner>-<random>/``,
+    the owner as :func:`hotset.data.leftovers.owner_tag` writes it (``label`` in
+    lowercase letters, or a scan does not recognise the folder)."""
+    if not label.isascii() or not label.isalpha() or not label.islower():
+        raise HotsetError(f"package folder label must be lowercase letters, got {label!r}")
+    return f"{DEFAULT_PREFIX}{label}-{owner_tag()}-{secrets.token_hex(4)}/"
+
+
+def os_reason(exc: OSError) -> str:
+    """``[Errno 28] No space left on device`` without the file name an OSError may carry."""
+    if exc.errno is None:
+        return str(exc)
+    return f"[Errno {exc.errno}] {exc.strerror or os.strerror(exc.errno)}"
 
 
 def local_root(store: Any) -> Path | None:
@@ -89,8 +128,45 @@ class PackageWriter:
         writer = cls(
             store, keys=keys, hashes=hashes, sizes=sizes, prefix=run_prefix(label), out=out
         )
+        writer.open()
         policy.layout.prefix = writer.prefix
         return writer
+
+    def open(self) -> None:
+        """Create this run's folder and prove it writable (a probe file, written and
+        removed), first removing the package folders of dead runs beside it.
+
+        On a store that is not a local directory nothing is created: its first
+        write says whether it takes packages. The message of a folder that
+        cannot be written names it, and ``package_dir=`` as the way out.
+        """
+        root = local_root(self.out)
+        if root is None:
+            return
+        folder = root / self.prefix
+        with contextlib.suppress(OSError):  # a read-only store is reported below
+            reclaim(root, ("packages",))
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe = folder / PROBE_NAME
+            probe.write_bytes(b"hotset checks that packages can be written here\n")
+            probe.unlink()
+        except OSError as exc:
+            raise HotsetError(self._unwritable(root, exc)) from None
+
+    def _unwritable(self, root: Path, exc: OSError) -> str:
+        why = os_reason(exc)
+        if self.out is not self.store:
+            return (
+                f"package_dir={str(root)!r}: cannot write packages there ({why}); "
+                "give package_dir= a writable local directory with some free space"
+            )
+        return (
+            f"cannot write iCACHE/ImPACT packages into the data store at "
+            f"{str(root / DEFAULT_PREFIX)!r} ({why}): make it writable, or give the "
+            "loader a writable local directory of its own, e.g. "
+            "package_dir='/local/scratch/pkgs'"
+        )
 
     def write(self, layout: UnitLayout, units: Sequence[int]) -> None:
         """Write package ``u`` of ``layout`` for each of ``units``."""
@@ -110,7 +186,13 @@ class PackageWriter:
                     f"{self.keys[m]!r}: bytes read for a package do not match the manifest"
                 )
         package = encode(list(zip(members, blobs, strict=True)))
-        self.out.write(package_key(self.prefix, int(u)), package)
+        key = package_key(self.prefix, int(u))
+        try:
+            self.out.write(key, package)
+        except OSError as exc:
+            root = local_root(self.out)
+            where = key if root is None else str(root / key)
+            raise PackageWriteError(f"cannot write package {where!r}: {os_reason(exc)}") from exc
         self.read_requests += len(members)
         self.read_bytes += sum(len(b) for b in blobs)
         self.written_bytes += len(package)

@@ -190,7 +190,10 @@ def _package_store(
             f"package_dir={str(package_dir)!r}: system {system!r} builds no packages "
             "(only iCACHE and ImPACT systems write them)"
         )
-    return LocalStore(package_dir, create=True)
+    try:
+        return LocalStore(package_dir, create=True)
+    except HotsetError as exc:  # cannot be made (a read-only or full parent, a file there)
+        raise HotsetError(f"package_dir={str(package_dir)!r}: {exc}") from None
 
 
 class _PlanSampler(Sampler[Any]):
@@ -217,7 +220,7 @@ class _PlanSampler(Sampler[Any]):
         ra = self._readahead
         pf = self._prefetcher
         for plan in self._planner.plans():
-            self._packages.write(plan)
+            plan = self._packages.write(plan)  # a package with no file: its members alone
             if len(plan.prefetch):
                 pf.submit(plan.prefetch.tolist())
             if ra.active and len(plan.reads):
@@ -705,9 +708,11 @@ class HotsetLoader:
         """What the system's policy says of its own choices so far (JSON-ready).
 
         The same dictionary the simulator reports as ``policy``: Quiver's chunks and
-        how far samples moved from their planned places, iCACHE's packages, ...
+        how far samples moved from their planned places, iCACHE's packages, ...;
+        plus, once a package file could not be written, what became of them
+        (``package_write_errors``, ``package_fallback_reads``: hotset.torch.packing).
         """
-        return self.system.policy.summary()
+        return {**self.system.policy.summary(), **self._packages.summary()}
 
     @property
     def namespace(self) -> str | None:

@@ -22,15 +22,35 @@ that read it reaches the training loop (:meth:`PackingThread.consumed`):
 without that a long run would leave about as many package bytes per epoch as
 its L-samples weigh, in the data store. Static packages (``reusable``) are read
 every epoch and stay until the loader closes.
+
+A package file that cannot be written (:class:`PackageWriteError`: the folder
+is full, read-only or gone) does not stop training. The plan that reads it is
+handed out with the package's members the batch puts in the cache read alone
+instead (``reads``), exactly as the planner handles a load of single samples,
+so the workers bring the same bytes and the policy's decisions stay as they
+were. After the first failure no package is written any more (each attempt
+would read its members for nothing): every later package is read this way too,
+and dropped from its plan's ``packs`` so that ``pack_reads`` counts only reads
+that happened. :meth:`PackingThread.summary` counts it all
+(``package_write_errors``, ``packages_not_written``, ``package_fallback_reads``;
+in ``loader.policy_summary()`` from the first failure on) and the first failure
+is warned about once, with the file and the reason.
+Other failures of the packer (its reads of the members) are raised as before.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
-from hotset.data.package_writer import PackageWriter
+import numpy as np
+
+from hotset.data.package_writer import PackageWriteError, PackageWriter
 from hotset.engine.plan import BatchPlan
+from hotset.engine.units import UnitLayout
 from hotset.systems.base import System
 
 
@@ -51,31 +71,121 @@ class PackingThread:
         #: plans that had to wait for their package's write (a stall the thread did not hide)
         self.waits = 0
         self._reading: deque[list[int]] = deque()  # per plan handed out: packages it reads
+        #: packages with no file: their write failed, or came after one that did
+        self._failed: set[int] = set()
+        #: the first write failure's message; None while writes succeed
+        self.broken: str | None = None
+        #: package writes that failed; member reads made instead of package reads;
+        #: package files a consumed plan read that could not be deleted
+        self.write_errors = self.fallback_reads = self.delete_errors = 0
 
-    def write(self, plan: BatchPlan) -> None:
-        """Submit ``plan``'s new packages; return once every package it reads is written."""
+    def write(self, plan: BatchPlan) -> BatchPlan:
+        """Submit ``plan``'s new packages; return once every package it reads is
+        written -- the plan to hand out: ``plan``, or, where a package has no
+        file, ``plan`` reading its members alone (see the module docstring)."""
         if self.writer is None:
-            return
+            return plan
         self._collect(wait=False)
         layout = self._system.policy.layout
         assert layout is not None
-        for u in dict.fromkeys(plan.packs.tolist()):
-            if u not in self._written and u not in self._futures:
-                members = layout.members(int(u)).tolist()
-                self._futures[u] = self._executor().submit(self.writer.write_unit, u, members)
+        plan = self._submit(plan, layout)
         reads = list(dict.fromkeys(plan.unit_reads.tolist()))
         self._reading.append([] if getattr(layout, "reusable", False) else reads)
         for u in reads:
-            if u in self._written:
+            if u in self._written or u in self._failed:
                 continue
             future = self._futures.pop(u, None)
             if future is None:
-                self.writer.write(layout, [u])
-            else:
-                if not future.done():
-                    self.waits += 1
-                future.result()
-            self._written.add(u)
+                if self.broken is not None:
+                    self._failed.add(u)  # writes stopped: no file, like the others
+                    continue
+                future = self._write_inline(u, layout)
+            elif not future.done():
+                self.waits += 1
+            self._settle(u, future)
+        if self._failed.isdisjoint(reads):
+            return plan
+        return self._read_alone(plan, layout)
+
+    def _submit(self, plan: BatchPlan, layout: UnitLayout) -> BatchPlan:
+        """Start writing ``plan``'s new packages; once writes fail, drop them from it."""
+        dropped: list[int] = []
+        for u in dict.fromkeys(plan.packs.tolist()):
+            if u in self._written or u in self._futures or u in self._failed:
+                continue
+            if self.broken is not None:
+                self._failed.add(u)
+                dropped.append(u)
+                continue
+            members = layout.members(int(u)).tolist()
+            assert self.writer is not None
+            self._futures[u] = self._executor().submit(self.writer.write_unit, u, members)
+        if not dropped:
+            return plan
+        assert self.writer is not None
+        gone = [layout.members(u) for u in dropped]
+        return dataclasses.replace(
+            plan,
+            packs=np.asarray([u for u in plan.packs.tolist() if u not in dropped], np.int64),
+            pack_requests=plan.pack_requests - sum(len(m) for m in gone),
+            pack_bytes=plan.pack_bytes - sum(int(self.writer.sizes[m].sum()) for m in gone),
+        )
+
+    def _write_inline(self, u: int, layout: UnitLayout) -> Future[None]:
+        """Write package ``u`` in this thread; its outcome as a finished future."""
+        assert self.writer is not None
+        future: Future[None] = Future()
+        try:
+            self.writer.write(layout, [u])
+        except PackageWriteError as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(None)
+        return future
+
+    def _settle(self, u: int, future: Future[None]) -> None:
+        """Note the outcome of package ``u``'s write (waiting for it): written, or failed
+        (:class:`PackageWriteError`, warned about once); any other error is raised."""
+        try:
+            future.result()
+        except PackageWriteError as exc:
+            self._failed.add(u)
+            self.write_errors += 1
+            if self.broken is None:
+                self.broken = str(exc)
+                warnings.warn(
+                    f"hotset: {exc}; packages are no longer written: the members of each "
+                    "are read alone from the data store instead (counted in "
+                    "loader.policy_summary()['package_fallback_reads']); free space there "
+                    "or make it writable, or give package_dir= a writable local directory",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            return
+        self._written.add(u)
+
+    def _read_alone(self, plan: BatchPlan, layout: UnitLayout) -> BatchPlan:
+        """``plan`` with each package that has no file replaced by single reads of the
+        members the batch puts in the cache (the only bytes of a package a batch
+        uses: no request is served from a package its own batch reads)."""
+        units = plan.unit_reads.tolist()
+        kept = [u for u in units if u not in self._failed]
+        have = set(plan.reads.tolist())
+        for u in kept:
+            have.update(layout.members(u).tolist())
+        puts = set(plan.puts.tolist())
+        extra: list[int] = []
+        for u in dict.fromkeys(u for u in units if u in self._failed):
+            for m in layout.members(u).tolist():
+                if m in puts and m not in have:
+                    have.add(m)
+                    extra.append(m)
+        self.fallback_reads += len(extra)
+        return dataclasses.replace(
+            plan,
+            reads=np.concatenate([plan.reads, np.asarray(extra, dtype=np.int64)]),
+            unit_reads=np.asarray(kept, dtype=np.int64),
+        )
 
     def restart(self) -> None:
         """A new pass over the plans begins: plans handed out and never consumed are
@@ -83,13 +193,36 @@ class PackingThread:
         self._reading.clear()
 
     def consumed(self) -> None:
-        """The oldest plan handed out reached the training loop: delete what only it read."""
+        """The oldest plan handed out reached the training loop: delete what only it read.
+
+        A file that cannot be deleted (the folder turned read-only) stays until
+        :meth:`remove`, counted in ``delete_errors``; training goes on.
+        """
         if not self._reading:
             return
         units = self._reading.popleft()
         if units and self.writer is not None:
             for u in units:
-                self.writer.delete(u)
+                if u in self._failed:
+                    continue  # no file was written
+                try:
+                    self.writer.delete(u)
+                except OSError:
+                    self.delete_errors += 1
+
+    def summary(self) -> dict[str, Any]:
+        """What became of the package files, merged into ``loader.policy_summary()``
+        once one could not be written or deleted; empty until then (and always for a
+        system that writes none), so that the summary stays the simulator's in a run
+        where nothing failed."""
+        if not (self._failed or self.delete_errors):
+            return {}
+        return {
+            "package_write_errors": self.write_errors,
+            "packages_not_written": len(self._failed),
+            "package_fallback_reads": self.fallback_reads,
+            "package_delete_errors": self.delete_errors,
+        }
 
     def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -98,15 +231,14 @@ class PackingThread:
 
     def _collect(self, *, wait: bool) -> None:
         """Note the finished writes -- every submitted one, waiting, with ``wait`` --
-        raising the first failure (its own exception)."""
+        raising the first failure other than a package write's (its own exception)."""
         for u, future in list(self._futures.items()):
             if wait or future.done():
                 del self._futures[u]
-                future.result()
-                self._written.add(u)
+                self._settle(u, future)
 
     def drain(self) -> None:
-        """Wait for every submitted write (raising the first failure)."""
+        """Wait for every submitted write (raising the first failure but a write's)."""
         self._collect(wait=True)
 
     def remove(self) -> None:
