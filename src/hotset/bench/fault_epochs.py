@@ -17,9 +17,15 @@ import numpy as np
 
 
 def epoch_row(
-    loader: Any, epoch: int, files: list[bytes], fault: Callable[[], None] | None = None
+    loader: Any,
+    epoch: int,
+    files: list[bytes],
+    fault: Callable[[], None] | None = None,
+    *,
+    on_batch: Callable[[Any], None] | None = None,
 ) -> dict[str, Any]:
-    """One epoch, every batch compared with the files; ``fault`` runs before batch 1."""
+    """One epoch, every batch compared with the files; ``fault`` runs before batch 1,
+    ``on_batch(ids)`` after each (a learning system's losses)."""
     loader.set_epoch(epoch)
     seen = np.zeros(len(files), dtype=np.int64)
     wrong = 0
@@ -29,6 +35,8 @@ def epoch_row(
         for blob, sid in zip(x, ids.tolist(), strict=True):
             seen[sid] += 1
             wrong += blob != files[sid]
+        if on_batch is not None:
+            on_batch(ids)
     row: dict[str, Any] = dict(loader.report()[-1])
     row["wrong"] = int(wrong)
     row["lost"] = int((seen == 0).sum())
