@@ -222,6 +222,21 @@ def test_synth_to_a_place_that_cannot_be_written_is_one_line(tmp_path: Path) -> 
     assert "writable directory" in err
 
 
+@pytest.mark.parametrize("command", [["digits"], ["synth", "--n", "5", "--image-size", "4"]])
+def test_data_to_an_unwritable_out_is_one_line(command: list[str]) -> None:
+    """``hotset data digits --out /proc/x`` was a traceback too (the writer's temp dir)."""
+    argv = ["data", *command, "--out", "/proc/x", "-q"]
+    proc = subprocess.run(
+        [sys.executable, "-c", "from hotset.cli import main; main()", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    err = proc.stderr.strip()
+    assert proc.returncode == 2 and "\n" not in err and "Traceback" not in err, err
+    assert err.startswith("hotset: error: cannot write the data set to '/proc/x': ")
+
+
 def test_import_cli_says_which_links_it_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

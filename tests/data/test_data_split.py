@@ -52,7 +52,14 @@ def test_subset_by_ids_renumbers_in_the_given_order(source: Path, tmp_path: Path
 
 
 @pytest.mark.parametrize(
-    ("ids", "match"), [([], "no samples"), ([1, 1], "distinct"), ([300], "distinct")]
+    ("ids", "match"),
+    [
+        ([], "no indices"),
+        ([1, 1], "distinct"),
+        ([300], "distinct"),
+        ([1.5], r"integer ids in 0\.\.\d+, got 1\.5 \(float\)"),  # was truncated to 1
+        ([True, 4], r"got True \(bool\)"),
+    ],
 )
 def test_bad_subsets(source: Path, tmp_path: Path, ids: list[int], match: str) -> None:
     with pytest.raises(HotsetError, match=match):

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hotset.data.ids import subset_ids
 from hotset.data.manifest import Manifest
 from hotset.data.writer import DatasetDir
 from hotset.errors import HotsetError
@@ -62,12 +63,7 @@ def subset_dataset(
     """Write the samples ``ids`` of ``source`` (a directory) as a data set at ``out``."""
     src = Path(source)
     manifest = Manifest.load(src)
-    idx = np.asarray(ids, dtype=np.int64).reshape(-1)
-    n = len(manifest)
-    if len(idx) == 0:
-        raise HotsetError("subset: no samples selected")
-    if idx.min() < 0 or idx.max() >= n or len(np.unique(idx)) != len(idx):
-        raise HotsetError(f"subset: ids must be distinct ids of {src} (0..{n - 1})")
+    idx = subset_ids(ids, len(manifest))
     keys = [manifest.keys[i] for i in idx.tolist()]
     from tqdm import tqdm
 

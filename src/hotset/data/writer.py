@@ -78,8 +78,16 @@ class DatasetDir:
                     f"--out {str(self.out)!r} exists and is not empty (use --force to replace it)"
                 )
         parent = self.out.absolute().parent
-        parent.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(dir=parent, prefix=f".{self.out.name}.", suffix=".tmp"))
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            self.path = Path(
+                tempfile.mkdtemp(dir=parent, prefix=f".{self.out.name}.", suffix=".tmp")
+            )
+        except OSError as exc:  # /proc, a read-only mount, no permission: one clear line
+            raise HotsetError(
+                f"cannot write the data set to {str(self.out)!r}: {exc.strerror or exc}; "
+                "give --out a writable directory"
+            ) from None
         self._made_dirs: set[Path] = set()
         self._done = False
 

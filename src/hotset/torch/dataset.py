@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hotset.data.chunks import ChunkLayout
+from hotset.data.ids import subset_ids
 from hotset.data.manifest import Manifest
 from hotset.errors import HotsetError
 from hotset.storage.base import Store
@@ -140,12 +141,7 @@ class HotsetDataset:
         """
         import numpy as np
 
-        n = len(self.manifest)
-        idx = _subset_ids(indices, n)
-        if len(idx) == 0:
-            raise HotsetError("subset: no indices given")
-        if idx.min() < 0 or idx.max() >= n or len(np.unique(idx)) != len(idx):
-            raise HotsetError(f"subset: indices must be distinct ids in 0..{n - 1}")
+        idx = subset_ids(indices, len(self.manifest))
         m = self.manifest
         keys, hashes = m.keys, m.hashes
         manifest = Manifest(
@@ -161,42 +157,6 @@ class HotsetDataset:
     def with_store(self, store: Store) -> HotsetDataset:
         """The same dataset read through another store (e.g. a throttled wrapper)."""
         return replace(self, store=store)
-
-
-def _subset_ids(indices: Any, n: int) -> Any:
-    """``indices`` as int64 ids, refusing anything that is not an integer.
-
-    A cast alone would truncate ``1.5`` to ``1`` and turn ``True`` into ``1``:
-    a silent wrong subset, so such values are named instead. A list or tuple is
-    checked element by element (numpy would promote ``[True, 4]`` to integers).
-    """
-    import numpy as np
-
-    bad: Any = None
-    try:
-        arr = np.asarray(indices).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise HotsetError(
-            f"subset: indices must be integer ids, got {indices!r:.80} ({exc})"
-        ) from None
-    if isinstance(indices, list | tuple):
-        bad = next((v for v in indices if not _is_int(v)), None)
-    if bad is None and arr.size and arr.dtype.kind not in "iu":
-        bad = next(v for v in arr.tolist() if not _is_int(v))
-    if bad is not None:
-        raise HotsetError(
-            f"subset: indices must be integer ids in 0..{n - 1}, got {bad!r:.40} "
-            f"({type(bad).__name__}) in {indices!r:.80}"
-        )
-    if arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
-        raise HotsetError(f"subset: indices must be ids in 0..{n - 1}, got {arr.max()}")
-    return arr.astype(np.int64)
-
-
-def _is_int(value: object) -> bool:
-    import numpy as np
-
-    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
 def _check_location(location: object) -> None:
