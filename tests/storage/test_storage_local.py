@@ -196,3 +196,14 @@ def test_large_and_empty_files_read_whole(tmp_path: Path) -> None:
     store.write("big", big)
     store.write("empty", b"")
     assert store.read("big") == big and store.read("empty") == b""
+
+
+def test_a_key_too_long_for_the_file_system_is_missing_not_an_os_error(tmp_path: Path) -> None:
+    """ENAMETOOLONG escaped as a plain OSError, which the retries took for a transient one."""
+    store = LocalStore(tmp_path)
+    for key in ("a" * 300, "x/" + "b" * 300):
+        with pytest.raises(HotsetError, match="no such key"):
+            store.read(key)
+        with pytest.raises(HotsetError, match="no such key"):
+            store.size(key)
+        assert not store.exists(key)

@@ -20,6 +20,14 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _LINK_ERRNOS = (errno.ELOOP, errno.EMLINK)
 
 
+def _absent(exc: OSError) -> bool:
+    """The key names no file, and never will: a :class:`HotsetError`, not a retried
+    OSError (a name too long for the file system was retried for a minute)."""
+    return isinstance(exc, FileNotFoundError | IsADirectoryError | NotADirectoryError) or (
+        exc.errno == errno.ENAMETOOLONG
+    )
+
+
 class LocalStore:
     """Files under ``root``; writes go to a temporary name and are renamed into place.
 
@@ -84,7 +92,9 @@ class LocalStore:
         start = time.perf_counter()
         try:
             data = self._read_file(key, path)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        except OSError as exc:
+            if not _absent(exc):
+                raise
             raise self._missing(key) from None
         self._stats.add_read(len(data), time.perf_counter() - start)
         return data
@@ -116,7 +126,9 @@ class LocalStore:
     def size(self, key: str) -> int:
         try:
             info = self._stat(key)
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError as exc:
+            if not _absent(exc):
+                raise
             raise self._missing(key) from None
         if not stat.S_ISREG(info.st_mode):
             raise self._missing(key)
@@ -125,7 +137,9 @@ class LocalStore:
     def exists(self, key: str) -> bool:
         try:
             return stat.S_ISREG(self._stat(key).st_mode)
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError as exc:
+            if not _absent(exc):
+                raise
             return False
 
     def write(self, key: str, data: bytes) -> None:
