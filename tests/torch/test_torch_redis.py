@@ -11,6 +11,7 @@ from torch_support import run_epoch
 
 import hotset
 from hotset.cachestore.base import CacheKey
+from hotset.errors import HotsetError
 
 
 def _exact_epochs(loader: hotset.torch.HotsetLoader, epochs: int) -> None:
@@ -71,3 +72,12 @@ def test_redis_cluster(dataset_dir: Path, redis_cluster: Any) -> None:
         pattern = f"hotset:{loader.namespace}:*"
         per_node = [len(n.client().keys(pattern)) for n in redis_cluster.nodes]
         assert sum(1 for c in per_node if c > 0) >= 2  # spread over the masters
+
+
+@pytest.mark.parametrize("cache", [None, "memory", "shm"])
+def test_a_namespace_needs_a_redis_cache(dataset_dir: Path, cache: str | None) -> None:
+    """The embedded cache is private to the loader: a sharing key there would be ignored."""
+    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    options: dict[str, Any] = {} if cache is None else {"cache": cache, "cache_bytes": 0.3}
+    with pytest.raises(HotsetError, match=r"namespace='team'.*give a Redis cache"):
+        hotset.loader(data, system="lru", namespace="team", **options)

@@ -64,7 +64,7 @@ from hotset.cachestore.base import CacheStore
 from hotset.cachestore.chunk_refs import ChunkRefs
 from hotset.cachestore.redis_leases import LEASE_TTL_S
 from hotset.cachestore.redis_store import RedisCache
-from hotset.cachestore.session import CacheSession, check_share_key
+from hotset.cachestore.session import CacheSession, check_share_backend, check_share_key
 from hotset.data.digest import Digest, digest_for_job
 from hotset.data.package_writer import PackageWriter
 from hotset.engine.counters import Coverage
@@ -357,6 +357,7 @@ class HotsetLoader:
         n = len(manifest)
         sizes = np.asarray(manifest.sizes, dtype=np.int64)
         spec, capacity = self._resolve_cache(cache, cache_bytes, int(sizes.sum()))
+        check_share_backend(namespace, spec)  # namespace= means Redis: never ignored
         # A job's ranks on one shared namespace hold one pool of ``capacity``: each
         # rank's policy plans its share, so the ranks never crowd each other out, and
         # a rank's planned miss is looked up in the pool (what the other ranks put).
@@ -1135,6 +1136,7 @@ def loader(
     ``<key>@<data set identity>``, and its one budget ``cache_bytes``. Joining
     never clears it and closing keeps it for the next job; puts refused because
     other jobs filled the budget are skipped and counted (``refused_puts``).
+    With the embedded cache, which has nothing to share, a namespace is an error.
     Without it the loader uses a private namespace, dropped when it closes.
     Either way the job holds a lease on its namespace, renewed every
     ``lease_ttl_s / 3`` seconds (default 60 s); a killed job's private
