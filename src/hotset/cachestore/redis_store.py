@@ -91,6 +91,13 @@ from hotset.cachestore.base import (
     check_payload,
     refuse_over_budget,
 )
+from hotset.cachestore.redaction import (
+    redact,
+    redact_spec_value,
+    scrub,
+    secrets_in,
+    split_userinfo,
+)
 from hotset.errors import HotsetError, IntegrityError
 from hotset.units import parse_bytes
 
@@ -199,52 +206,62 @@ def is_redis_spec(spec: object) -> bool:
     return isinstance(spec, list | tuple) and bool(spec) and all(isinstance(s, str) for s in spec)
 
 
-def redact(url: str) -> str:
-    """The URL with any password replaced by ``***`` (it goes into error messages)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    userinfo, _, hosts = parts.netloc.rpartition("@")
-    user = userinfo.split(":", 1)[0]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{hosts}"))
-
-
 def _host_port(text: str, *, spec: str) -> tuple[str, int]:
     host, sep, port_text = text.strip().rpartition(":")
     host = host.strip("[]")
     # isascii: str.isdigit accepts digits such as "²" that int() then refuses
     ok_digits = port_text.isascii() and port_text.isdigit()
     if not sep or not host or not ok_digits or not 0 < int(port_text) < 65536:
-        raise HotsetError(f"redis cluster node {text!r} in {spec!r}: expected host:port")
+        raise HotsetError(f"redis cluster node {redact(text)!r} in {spec}: expected host:port")
     return host, int(port_text)
 
 
-def _parse_cluster(spec: str | Sequence[str]) -> tuple[list[tuple[str, int]], dict[str, Any]]:
-    """Startup nodes and connection options from a cluster URL or a node list."""
+def _auth_options(scheme: str, userinfo: str | None, query: str) -> dict[str, Any]:
+    """``username``/``password`` of a URL's userinfo (or, as redis-py reads a server's
+    URL, of its query), and ``ssl`` for a ``rediss`` scheme."""
     options: dict[str, Any] = {}
-    if isinstance(spec, str):
-        parts = urllib.parse.urlsplit(spec)
-        userinfo, _, hosts = parts.netloc.rpartition("@")
-        if userinfo:
-            user, _, password = userinfo.partition(":")
-            if user:
-                options["username"] = urllib.parse.unquote(user)
-            if password:
-                options["password"] = urllib.parse.unquote(password)
-        if parts.scheme == "rediss+cluster":
-            options["ssl"] = True
-        if parts.path not in ("", "/", "/0"):
-            raise HotsetError(f"redis cluster {redact(spec)!r}: a cluster has only database 0")
-        nodes = [_host_port(h, spec=redact(spec)) for h in hosts.split(",") if h.strip()]
-    else:
-        nodes = []
-        for item in spec:
-            if "://" in item:
-                parts = urllib.parse.urlsplit(item)
-                item = parts.netloc.rpartition("@")[2]
-            nodes.append(_host_port(item, spec=str(list(spec))))
+    if userinfo:
+        user, _, password = userinfo.partition(":")
+        if user:
+            options["username"] = urllib.parse.unquote(user)
+        if password:
+            options["password"] = urllib.parse.unquote(password)
+    for name, value in urllib.parse.parse_qsl(query):
+        if name in ("username", "password"):
+            options[name] = value
+    if scheme.startswith("rediss"):
+        options["ssl"] = True
+    return options
+
+
+def _parse_cluster(spec: str | Sequence[str]) -> tuple[list[tuple[str, int]], dict[str, Any]]:
+    """Startup nodes and connection options from a cluster URL or a node list.
+
+    A node of a list may be a URL (``redis://user:secret@h:p``): its credentials
+    (and ``rediss``'s TLS) apply to the whole cluster, so nodes that give other
+    ones are refused rather than one of them silently ignored. The userinfo is
+    found as :func:`~hotset.cachestore.redaction.split_userinfo` finds it, so
+    every error names the spec without what is used as a password.
+    """
+    where = redact_spec_value(spec)
+    options: dict[str, Any] = {}
+    items = [spec] if isinstance(spec, str) else list(spec)
+    nodes = []
+    for item in items:
+        head, userinfo, rest = split_userinfo(item)
+        rest, _, query = rest.partition("?")
+        hosts, _, path = rest.partition("/")
+        if isinstance(spec, str) and path not in ("", "0"):
+            raise HotsetError(f"redis cluster {where}: a cluster has only database 0")
+        for name, value in _auth_options(head, userinfo, query).items():
+            if options.setdefault(name, value) != value:
+                raise HotsetError(
+                    f"redis cluster {where}: the nodes give different {name} settings; "
+                    "give every node the same (or give them on one node only)"
+                )
+        nodes += [_host_port(h, spec=where) for h in hosts.split(",") if h.strip()]
     if not nodes:
-        raise HotsetError(f"redis cluster {spec!r}: no startup nodes")
+        raise HotsetError(f"redis cluster {where}: no startup nodes")
     return nodes, options
 
 
@@ -269,6 +286,26 @@ def _split_timeouts(url: str) -> tuple[str, dict[str, str]]:
     found = {k: v for k, v in pairs if k in _TIMEOUT_OPTIONS}
     rest = urllib.parse.urlencode([(k, v) for k, v in pairs if k not in _TIMEOUT_OPTIONS])
     return urllib.parse.urlunsplit(parts._replace(query=rest)), found
+
+
+def _identify(url_or_urls: object) -> tuple[str | list[str], bool, str]:
+    """(the spec as kept, whether it names a cluster, where it is without passwords)."""
+    if isinstance(url_or_urls, str):
+        scheme = urllib.parse.urlsplit(url_or_urls).scheme
+        if scheme not in _SINGLE_SCHEMES + _CLUSTER_SCHEMES:
+            raise HotsetError(
+                f"redis cache: unsupported URL {redact(url_or_urls)!r} (use redis://, "
+                "rediss://, unix://, redis+cluster:// or a list of cluster nodes)"
+            )
+        return url_or_urls, scheme in _CLUSTER_SCHEMES, redact(url_or_urls)
+    if is_redis_spec(url_or_urls):
+        assert isinstance(url_or_urls, list | tuple)
+        nodes = list(url_or_urls)
+        return nodes, True, "redis cluster " + ",".join(redact(s) for s in nodes)
+    raise HotsetError(
+        "redis cache: expected a URL or a list of 'host:port' cluster nodes, "
+        f"got {redact_spec_value(url_or_urls)}"
+    )
 
 
 def _reopen_as(cls: type[RedisCache], spec: str | list[str], options: dict[str, Any]) -> RedisCache:
@@ -314,24 +351,9 @@ class RedisCache:
         self._stale = False
         redis = _import_redis()
         self._redis = redis
-        if isinstance(url_or_urls, str):
-            scheme = urllib.parse.urlsplit(url_or_urls).scheme
-            if scheme not in _SINGLE_SCHEMES + _CLUSTER_SCHEMES:
-                raise HotsetError(
-                    f"redis cache: unsupported URL {redact(url_or_urls)!r} (use redis://, "
-                    "rediss://, unix://, redis+cluster:// or a list of cluster nodes)"
-                )
-            self._cluster = scheme in _CLUSTER_SCHEMES
-            self._spec: str | list[str] = url_or_urls
-            self._where = redact(url_or_urls)
-        elif is_redis_spec(url_or_urls):
-            self._cluster = True
-            self._spec = list(url_or_urls)
-            self._where = "redis cluster " + ",".join(redact(s) for s in url_or_urls)
-        else:
-            raise HotsetError(
-                f"redis cache: expected a URL or a list of nodes, got {url_or_urls!r}"
-            )
+        self._spec, self._cluster, self._where = _identify(url_or_urls)
+        #: the spec's passwords, scrubbed from the client library's messages too
+        self._secrets = secrets_in(self._spec)
         connect_url = self._spec
         in_url: dict[str, str] = {}
         if isinstance(self._spec, str):
@@ -348,6 +370,22 @@ class RedisCache:
             else in_url.get("socket_connect_timeout", CONNECT_TIMEOUT_SECONDS),
             name="socket_connect_timeout",
         )
+        try:
+            self._client = self._connect(connect_url)
+        except HotsetError:
+            raise
+        except (redis.exceptions.RedisError, redis.cluster.RedisClusterException, OSError) as exc:
+            raise CacheUnavailable(
+                f"cannot reach redis at {self._where}: {scrub(str(exc), self._secrets)}"
+            ) from None
+        except ValueError as exc:  # the client's parse of the URL's options
+            raise HotsetError(
+                f"redis cache {self._where}: {scrub(str(exc), self._secrets)}"
+            ) from None
+
+    def _connect(self, connect_url: str | list[str]) -> Any:
+        """A client of the server(s), checked with a PING; the scripts loaded (single server)."""
+        redis = self._redis
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
@@ -359,31 +397,27 @@ class RedisCache:
             # first reply was lost would reserve twice.
             "retry": Retry(NoBackoff(), 0),
         }
-        try:
-            if self._cluster:
-                nodes, auth = _parse_cluster(connect_url)
-                self._client = redis.cluster.RedisCluster(
-                    startup_nodes=[redis.cluster.ClusterNode(h, p) for h, p in nodes],
-                    **auth,
-                    **options,
-                )
-            else:
-                assert isinstance(connect_url, str)
-                self._client = redis.Redis.from_url(connect_url, **options)
-            self._client.ping()
-            self._put_script: Any = None
-            self._delete_script: Any = None
-            if not self._cluster:
-                self._put_script = self._client.register_script(_PUT_SCRIPT)
-                self._delete_script = self._client.register_script(_DELETE_SCRIPT)
-                # Loaded now, so a batch's put is one EVALSHA from the first one on
-                # (a restarted server forgets them; redis-py then loads them again).
-                self._client.script_load(_PUT_SCRIPT)
-                self._client.script_load(_DELETE_SCRIPT)
-        except HotsetError:
-            raise
-        except (redis.exceptions.RedisError, redis.cluster.RedisClusterException, OSError) as exc:
-            raise CacheUnavailable(f"cannot reach redis at {self._where}: {exc}") from None
+        if self._cluster:
+            nodes, auth = _parse_cluster(connect_url)
+            client = redis.cluster.RedisCluster(
+                startup_nodes=[redis.cluster.ClusterNode(h, p) for h, p in nodes],
+                **auth,
+                **options,
+            )
+        else:
+            assert isinstance(connect_url, str)
+            client = redis.Redis.from_url(connect_url, **options)
+        client.ping()
+        self._put_script: Any = None
+        self._delete_script: Any = None
+        if not self._cluster:
+            self._put_script = client.register_script(_PUT_SCRIPT)
+            self._delete_script = client.register_script(_DELETE_SCRIPT)
+            # Loaded now, so a batch's put is one EVALSHA from the first one on
+            # (a restarted server forgets them; redis-py then loads them again).
+            client.script_load(_PUT_SCRIPT)
+            client.script_load(_DELETE_SCRIPT)
+        return client
 
     # -- identity ---------------------------------------------------------------
 
@@ -406,6 +440,11 @@ class RedisCache:
     @property
     def socket_connect_timeout(self) -> float:
         return self._connect_timeout
+
+    @property
+    def where(self) -> str:
+        """The server (or cluster nodes) this handle talks to, without passwords."""
+        return self._where
 
     @property
     def client(self) -> Any:
@@ -472,7 +511,9 @@ class RedisCache:
             self._redis.cluster.RedisClusterException,
             OSError,
         ) as exc:
-            raise CacheUnavailable(f"redis cache at {self._where}: {_describe(exc)}") from None
+            raise CacheUnavailable(
+                f"redis cache at {self._where}: {scrub(_describe(exc), self._secrets)}"
+            ) from None
 
     @contextlib.contextmanager
     def _unsure(self) -> Iterator[None]:

@@ -62,6 +62,7 @@ from torch.utils.data import Sampler
 
 from hotset.cachestore.base import CacheStore
 from hotset.cachestore.chunk_refs import ChunkRefs
+from hotset.cachestore.redaction import redact_spec_value
 from hotset.cachestore.redis_leases import LEASE_TTL_S
 from hotset.cachestore.redis_store import RedisCache
 from hotset.cachestore.session import CacheSession, check_share_backend, check_share_key
@@ -229,7 +230,7 @@ class HotsetLoader:
         data: HotsetDataset | Any,
         *,
         system: str = "lru",
-        cache: str | int | float | None = None,
+        cache: str | int | float | list[str] | None = None,
         cache_bytes: int | str | None = None,
         batch_size: int = 64,
         num_workers: int = 0,
@@ -549,29 +550,41 @@ class HotsetLoader:
     # -- construction helpers -----------------------------------------------------
     @staticmethod
     def _resolve_cache(
-        cache: str | int | float | None, cache_bytes: int | str | None, total: int
-    ) -> tuple[str, int]:
+        cache: str | int | float | list[str] | None, cache_bytes: int | str | None, total: int
+    ) -> tuple[str | list[str], int]:
         """(backend spec, capacity in bytes) from the user's ``cache`` / ``cache_bytes``.
 
         A budget is an int or a string of bytes (``"2gb"``), a float fraction in
         (0, 1] or a percentage (``"20%"``) of ``total``; a float outside (0, 1]
-        is an error (see :func:`hotset.units.parse_budget`).
+        is an error (see :func:`hotset.units.parse_budget`). A list (or tuple) is
+        a Redis Cluster's startup nodes, checked when the cache opens. A spec in
+        an error is shown without its passwords.
         """
 
         def amount(value: int | float | str, name: str) -> int:
             # int: bytes; "2gb": bytes; float in (0, 1] or "20%": a share of the dataset's bytes
             return parse_budget(value, total=total, name=name)
 
+        if isinstance(cache, list | tuple):
+            if cache_bytes is None:
+                raise HotsetError(
+                    f"cache {redact_spec_value(cache)} (Redis Cluster nodes) needs "
+                    "cache_bytes= (its budget)"
+                )
+            return list(cache), amount(cache_bytes, "cache_bytes")
         if isinstance(cache, str) and ("://" in cache or cache.strip().lower() in _EMBEDDED):
             if cache_bytes is None:
-                raise HotsetError(f"cache {cache!r} needs cache_bytes= (its budget)")
+                raise HotsetError(
+                    f"cache {redact_spec_value(cache)} needs cache_bytes= (its budget)"
+                )
             return cache, amount(cache_bytes, "cache_bytes")
         if cache is None:
             # the embedded cache at a share that pays on most data sets (see loader())
             return "memory", amount(DEFAULT_CACHE if cache_bytes is None else cache_bytes, "cache")
         if cache_bytes is not None:
             raise HotsetError(
-                f"give the budget once: cache={cache!r} is already a size, drop cache_bytes"
+                f"give the budget once: cache={redact_spec_value(cache)} is already a size, "
+                "drop cache_bytes"
             )
         return "memory", amount(cache, "cache")
 
@@ -1090,7 +1103,7 @@ def loader(
     data: HotsetDataset | str | Any,
     *,
     system: str = "lru",
-    cache: str | int | float | None = None,
+    cache: str | int | float | list[str] | None = None,
     batch_size: int = 64,
     **options: Any,
 ) -> HotsetLoader:
