@@ -29,6 +29,9 @@ two key schemes never meet in one namespace.
 The embedded shared-memory cache is private to one loader by construction (a
 new segment per cache) and needs none of this: its session holds no lease, and
 a sharing key with it is an error (:func:`check_share_backend`), never ignored.
+
+A Redis session also asks the server, once, whether it evicts keys on its own
+(:mod:`hotset.cachestore.redis_eviction`) and warns if so.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hotset.cachestore.base import CacheStore
+from hotset.cachestore.redis_eviction import warn_if_evicting
 from hotset.cachestore.redis_leases import LEASE_TTL_S, Lease, collect, unregister
 from hotset.cachestore.registry import open_cache, parse_cache_spec
 from hotset.errors import HotsetError
@@ -155,6 +159,8 @@ class CacheSession:
             return session
         try:
             client = cache.client  # type: ignore[attr-defined]
+            # Once per job, in the main process (workers reopen the cache, never this).
+            warn_if_evicting(client, getattr(cache, "where", "?"), stacklevel=4)
             # Known namespaces only (no keyspace scan at every start): those a killed
             # job left behind. Best effort: a failure here must not stop training.
             with contextlib.suppress(Exception):
