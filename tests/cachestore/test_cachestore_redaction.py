@@ -52,6 +52,8 @@ MALFORMED: list[Any] = [
     [f"redis://:{SECRET}@127.0.0.1:7000", 7001],
     [f"redis://:{SECRET}@127.0.0.1:7000", "redis://:other@127.0.0.1:7001"],
     f"redis://:pa/{SECRET}@127.0.0.1:6379/0",  # a '/' left unencoded in the password
+    f"redis:/:{SECRET}@127.0.0.1:6379/0",  # a '/' short
+    f"redis//:{SECRET}@127.0.0.1:6379/0",  # no ':'
 ]
 
 

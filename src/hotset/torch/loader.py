@@ -586,7 +586,18 @@ class HotsetLoader:
                 f"give the budget once: cache={redact_spec_value(cache)} is already a size, "
                 "drop cache_bytes"
             )
-        return "memory", amount(cache, "cache")
+        try:
+            return "memory", amount(cache, "cache")
+        except HotsetError:
+            if isinstance(cache, str) and ("@" in cache or "redis" in cache.lower()):
+                # a cache URL mistyped (redis:/, a missing ':'): the budget parser's
+                # message would show it whole, password included
+                raise HotsetError(
+                    f"cache {redact_spec_value(cache)} is neither a budget (bytes, '20%', a "
+                    "fraction) nor a cache ('memory', 'redis://host:port/db', "
+                    "'redis+cluster://h1:p1,h2:p2' or a list of 'host:port' nodes)"
+                ) from None
+            raise
 
     # -- the user API ---------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
