@@ -119,6 +119,18 @@ def start_redis(workdir: Path, *extra: str, bus: bool = False) -> RedisProcess:
         time.sleep(0.02)
 
 
+def start_evicting_redis(
+    workdir: Path,
+    *,
+    maxmemory: str = "3mb",
+    policy: str = "allkeys-lru",
+    extra: tuple[str, ...] = (),
+) -> RedisProcess:
+    """A server that evicts keys on its own once it holds ``maxmemory`` (as a cache
+    server configured for other tenants may): what hotset must survive, not ask for."""
+    return start_redis(workdir, "--maxmemory", maxmemory, "--maxmemory-policy", policy, *extra)
+
+
 def cluster_ok(nodes: list[RedisProcess]) -> bool:
     for node in nodes:
         info: Any = node.client().execute_command("CLUSTER", "INFO")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pickle
 import sys
+import time
 
 import pytest
 import redis
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hotset.cachestore import CacheKey, CacheStore, content_hash
+from hotset.cachestore.base import PutRefused
 from hotset.cachestore.redis_store import RedisCache
 from hotset.errors import HotsetError, IntegrityError
 from redis_support import RedisProcess
@@ -202,6 +204,8 @@ def test_stats_count_keys_and_bytes(cache: RedisCache) -> None:
         "puts": 2,
         "bytes_written": 30,
         "deletes": 1,
+        "resyncs": 0,
+        "resync_bytes": 0,
     }
 
 
@@ -243,3 +247,131 @@ def test_bad_namespace_is_named(namespace: object, redis_url: str) -> None:
 def test_unsupported_urls_are_named(url: str) -> None:
     with pytest.raises(HotsetError, match="unsupported URL"):
         RedisCache(url, namespace="x", capacity_bytes=10)
+
+
+# -- a counter that disagrees with what is stored (issue #25, item 3) -------------------
+
+
+def _stored(client: redis.Redis, namespace: str) -> int:
+    """What the namespace's entries really hold, counted apart from the cache under test."""
+    counter = f"hotset:{namespace}:used-bytes".encode()
+    keys = [k for k in client.scan_iter(match=f"hotset:{namespace}:*") if k != counter]
+    return sum(int(client.strlen(k)) for k in keys)
+
+
+def _counter(client: redis.Redis, namespace: str) -> int:
+    return int(client.get(f"hotset:{namespace}:used-bytes") or 0)
+
+
+@pytest.mark.parametrize("fault", ["evicted", "raised", "shortened"])
+def test_a_counter_left_high_never_refuses_bytes_that_fit(
+    cache: RedisCache, redis_server: RedisProcess, fault: str
+) -> None:
+    """An entry the server evicted (a DEL behind the counter's back), another client's
+    INCRBY, or an entry another client shortened before the policy deleted it: each
+    leaves the counter above what is stored. The next put that fits must land."""
+    raw = redis_server.client()
+    items = [item(i, payload(i, 1000)) for i in range(10)]
+    cache.put_many(items)  # the budget (10 000) is full
+    if fault == "evicted":
+        raw.delete(cache.redis_key(items[0][0]))
+    elif fault == "raised":
+        raw.incrby("hotset:ds:used-bytes", 5000)
+        cache.delete_many([items[0][0]])
+    else:
+        raw.set(cache.redis_key(items[0][0]), b"short")
+        cache.delete_many([items[0][0]])  # takes 5 bytes off, not 1000
+    assert _counter(raw, "ds") > _stored(raw, "ds")
+    extra = item(10, payload(10, 1000))
+    cache.put_many([extra])  # refused before: "would exceed capacity_bytes"
+    assert cache.get_many([extra[0]]) == [extra[1]]
+    assert _counter(raw, "ds") == _stored(raw, "ds") == 10_000
+    stats = cache.stats()
+    assert stats.resyncs == 1 and stats.resync_bytes > 0
+
+
+def test_a_put_that_does_not_fit_is_refused_after_the_resync(
+    cache: RedisCache, redis_server: RedisProcess
+) -> None:
+    raw = redis_server.client()
+    cache.put_many([item(i, payload(i, 1000)) for i in range(10)])
+    raw.incrby("hotset:ds:used-bytes", 700)
+    with pytest.raises(PutRefused, match="to 10000 bytes used") as err:
+        cache.put_many([item(10, payload(10, 1))])
+    assert (err.value.adding, err.value.used, err.value.capacity) == (1, 10_000, 10_000)
+    assert _counter(raw, "ds") == _stored(raw, "ds") == 10_000  # repaired all the same
+
+
+def test_resync_keeps_a_put_another_client_makes_while_it_scans(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counter is only set if nobody changed it during the scan: else a put made
+    meanwhile would be counted by neither, and the namespace could pass its budget."""
+    cache = RedisCache(redis_url, namespace="race", capacity_bytes=100_000)
+    other = RedisCache(redis_url, namespace="race", capacity_bytes=100_000)
+    cache.put_many([item(i, payload(i, 100)) for i in range(5)])
+    scan = cache._strlen_sum
+    landed: list[int] = []
+
+    def scan_then_other_put(rkeys: list[bytes]) -> int:
+        total = scan(rkeys)
+        if not landed:  # once: another job's put lands right after this scan
+            other.put_many([item(99, payload(99, 4000))])
+            landed.append(1)
+        return total
+
+    monkeypatch.setattr(cache, "_strlen_sum", scan_then_other_put)
+    assert cache.resync() == 4500
+    raw = redis.Redis.from_url(redis_url)
+    assert _counter(raw, "race") == _stored(raw, "race") == 4500
+    cache.close()
+    other.close()
+
+
+def test_a_namespace_others_keep_full_resyncs_only_a_share_of_the_time(
+    cache: RedisCache, redis_server: RedisProcess
+) -> None:
+    """Every put into a full namespace is refused; a resync each time would scan the
+    keyspace once per item. They are spaced to at most a tenth of the time instead."""
+    cache.put_many([item(i, payload(i, 1000)) for i in range(10)])
+    refused = 0
+    started = time.monotonic()
+    for i in range(10, 200):
+        with pytest.raises(PutRefused):
+            cache.put_many([item(i, payload(i, 10))])
+        refused += 1
+    elapsed = time.monotonic() - started
+    resyncs = cache.stats().resyncs
+    # the first refusal resyncs; the rest mostly find the last resync too recent
+    assert refused == 190 and 1 <= resyncs <= refused // 10
+    assert _counter(redis_server.client(), "ds") == 10_000
+    assert elapsed < 10
+
+
+@pytest.mark.parametrize("fault", ["evicted", "overwritten", "negative"])
+def test_a_counter_that_is_gone_is_counted_again_before_a_put(
+    cache: RedisCache, redis_server: RedisProcess, fault: str
+) -> None:
+    """A server that evicts may drop the counter itself (its LRU clock ticks once a
+    second, so a counter touched every batch is no safer than an entry); a counter
+    read as 0 would let the namespace pass its budget."""
+    raw = redis_server.client()
+    items = [item(i, payload(i, 1000)) for i in range(10)]
+    cache.put_many(items)
+    counter = "hotset:ds:used-bytes"
+    if fault == "evicted":
+        raw.delete(counter)
+    elif fault == "overwritten":
+        raw.set(counter, b"lots")
+    else:
+        raw.delete(counter)
+        raw.decrby(counter, 500)
+    assert cache.used_bytes() == 0
+    before = raw.get(counter)
+    cache.delete_many([items[0][0]])  # a wrong count is not made a different wrong count
+    assert raw.get(counter) == before
+    with pytest.raises(PutRefused, match="to 9000 bytes used"):
+        cache.put_many([item(10, payload(10, 1001))])  # stored before: "to 0 bytes used"
+    assert _counter(raw, "ds") == _stored(raw, "ds") == 9000
+    cache.put_many([item(10, payload(10, 1000))])
+    assert _counter(raw, "ds") == _stored(raw, "ds") == 10_000

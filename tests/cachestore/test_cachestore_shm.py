@@ -217,6 +217,8 @@ def test_stats_count_keys_and_bytes(cache: SharedMemoryCache) -> None:
         "puts": 2,
         "bytes_written": 30,
         "deletes": 0,
+        "resyncs": 0,
+        "resync_bytes": 0,
     }
 
 

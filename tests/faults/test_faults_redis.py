@@ -199,7 +199,7 @@ def dataset_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _loader(dataset_dir: Path, server: RedisProcess, workers: int, namespace: str) -> Any:
+def _loader(dataset_dir: Path, server: RedisProcess, workers: int, namespace: str | None) -> Any:
     """A real loader with an LRU cache on ``server`` (40% of the data), and the files' bytes."""
     data = hotset.open_dataset(dataset_dir, decode="bytes")
     truth = [data.store.read(k) for k in data.manifest.keys]
@@ -343,3 +343,58 @@ def test_pipeline_errors_never_echo_sample_bytes(redis_url: str, raw: redis.Redi
     assert b"PRIVATE" in str(info.value).encode()  # what redis-py says
     told = _describe(info.value)
     assert "PRIVATE" not in told and "OutOfMemoryError" in told and "command #1" in told
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_training_survives_a_server_that_starts_evicting(
+    dataset_dir: Path, tmp_path: Path, workers: int
+) -> None:
+    """Mid-run an operator gives the server a memory limit below what it holds and an
+    evicting policy: entries, the counter, leases go behind the loader's back."""
+    server = start_redis(tmp_path)
+    try:
+        loader, truth = _loader(dataset_dir, server, workers, None)  # private: its own budget
+        with loader:
+            _epoch(loader, 0, truth)
+            warm = _epoch(loader, 1, truth)
+            assert warm["exact_hits"] > 0 and warm["rebuild_reads"] == 0
+            client = server.client()
+            held = _stored_bytes(client, loader.namespace)
+            limit = int(client.info("memory")["used_memory"]) - held // 2
+
+            def evict() -> None:
+                client.config_set("maxmemory-policy", "allkeys-lru")
+                client.config_set("maxmemory", limit)
+
+            rows = [_epoch(loader, 2, truth, at=1, fault=evict)]
+            rows += [_epoch(loader, epoch, truth) for epoch in (3, 4)]
+            assert int(client.info("stats")["evicted_keys"]) > 0
+            lost = sum(r["rebuild_reads"] + r["degraded_reads"] for r in rows)
+            assert lost > 0, rows  # evicted entries were read again, not served wrong
+            client.config_set("maxmemory", 0)
+            client.config_set("maxmemory-policy", "noeviction")
+            row = _epoch(loader, 5, truth)
+            assert row["exact_hits"] > 0
+            assert _counter(client, loader.namespace) <= loader.capacity_bytes
+    finally:
+        server.stop()
+
+
+def test_a_shared_namespace_survives_a_client_that_raises_its_counter(
+    dataset_dir: Path, tmp_path: Path
+) -> None:
+    """Another client of a shared namespace adds to its byte counter (a bug, a lost
+    reply of its own): the loader resyncs at its next refused put and goes on."""
+    server = start_redis(tmp_path)
+    try:
+        loader, truth = _loader(dataset_dir, server, 2, "shared-meddled")
+        with loader:
+            _epoch(loader, 0, truth)
+            client = server.client()
+            client.incrby(f"hotset:{loader.namespace}:used-bytes", 10 * loader.capacity_bytes)
+            rows = [_epoch(loader, epoch, truth) for epoch in (1, 2)]
+            assert sum(r["cache_resyncs"] for r in rows) > 0, rows
+            assert rows[-1]["exact_hits"] > 0
+            assert _drift(client, loader.namespace) == 0
+    finally:
+        server.stop()

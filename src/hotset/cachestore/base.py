@@ -79,12 +79,28 @@ def verify_payload(key: CacheKey, data: bytes, *, where: str) -> None:
         )
 
 
+class PutRefused(HotsetError):
+    """A put the store turned away because it would pass ``capacity_bytes``.
+
+    Its own class so that a caller tells a full budget (which the loader skips
+    and counts where the store may hold bytes it did not put: a Redis namespace
+    others write to, or whose server evicts) from any other
+    :class:`~hotset.errors.HotsetError` a put raises (a bad key, a missing
+    capability), which is always a bug to report.
+    """
+
+    def __init__(self, *, items: int, adding: int, used: int, capacity: int) -> None:
+        super().__init__(
+            f"cache put refused: {items} item(s) adding {adding} bytes ({format_bytes(adding)}) "
+            f"to {used} bytes used would exceed capacity_bytes={capacity} "
+            f"({format_bytes(capacity)})"
+        )
+        self.items, self.adding, self.used, self.capacity = items, adding, used, capacity
+
+
 def refuse_over_budget(*, items: int, adding: int, used: int, capacity: int) -> None:
     """Raise the one over-budget error every backend uses (names the sizes exactly)."""
-    raise HotsetError(
-        f"cache put refused: {items} item(s) adding {adding} bytes ({format_bytes(adding)}) "
-        f"to {used} bytes used would exceed capacity_bytes={capacity} ({format_bytes(capacity)})"
-    )
+    raise PutRefused(items=items, adding=adding, used=used, capacity=capacity)
 
 
 @dataclass
@@ -94,7 +110,10 @@ class CacheStats:
     ``gets`` counts keys asked for, so ``gets == hits + misses``; ``bytes_served``
     counts hit bytes. ``puts``/``bytes_written`` count entries actually stored (a
     put of an entry already present stores nothing); ``deletes`` counts entries
-    actually removed.
+    actually removed. ``resyncs`` counts the times a Redis handle set its
+    namespace's byte counter to the bytes its entries hold, and
+    ``resync_bytes`` how far off the counter was, summed (a server that evicts
+    leaves it too high; see :meth:`~hotset.cachestore.redis_store.RedisCache.resync`).
     """
 
     gets: int = 0
@@ -104,6 +123,8 @@ class CacheStats:
     puts: int = 0
     bytes_written: int = 0
     deletes: int = 0
+    resyncs: int = 0
+    resync_bytes: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -131,6 +152,11 @@ class CacheStatsCounter:
     def add_deletes(self, count: int) -> None:
         with self._lock:
             self._stats.deletes += count
+
+    def add_resync(self, drift: int) -> None:
+        with self._lock:
+            self._stats.resyncs += 1
+            self._stats.resync_bytes += abs(drift)
 
     def snapshot(self) -> CacheStats:
         with self._lock:

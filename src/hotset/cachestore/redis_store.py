@@ -42,19 +42,49 @@ that failed may itself fail. So:
   a failure whose effect is unknown (a lost reply) marks the handle *stale*, and
   a stale handle calls :meth:`RedisCache.resync` -- the sum of ``STRLEN`` over
   the namespace's keys, found by ``SCAN`` on every master -- before its next
-  operation. A put that would be refused also resyncs once and retries first, so
-  a counter left too high by any client's failure never refuses bytes that fit.
-  ``resync`` is exact when no other client writes to the namespace meanwhile; a
-  loader's workers write one at a time (their write turn), so within one loader
-  it is. Until a resync the counter can only be too high (a refused put), never
-  too low: a reservation is taken before the writes and only refunded once its
-  writes are known to have failed.
+  operation. A put that would be refused also resyncs and retries first (below).
+  Until a resync the counter can only be too high (a refused put), never too low:
+  a reservation is taken before the writes and only refunded once its writes are
+  known to have failed.
 
 Either way a put never takes the namespace over ``capacity_bytes``; a refused put
-raises :class:`~hotset.errors.HotsetError` naming the sizes. Configure the server
-with ``maxmemory-policy noeviction`` (or enough memory): entries Redis evicts by
-itself would leave the counter too high (``resync()`` repairs it). ``clear()``
-resets it.
+raises :class:`~hotset.cachestore.base.PutRefused` (a :class:`~hotset.errors.HotsetError`)
+naming the sizes. ``clear()`` resets the counter.
+
+A counter that disagrees with what is there. Entries can leave without a delete
+going through the scripts: a server whose ``maxmemory-policy`` evicts drops them
+when full (a loader warns about such a server at start,
+:mod:`hotset.cachestore.redis_eviction`), and another client may delete,
+shorten or overwrite an entry, or write the counter itself. The delete script
+only takes off the bytes still there, so such entries leave the counter too
+high -- for good, were nothing done -- and every later put of the namespace
+would be refused. The repair is :meth:`RedisCache.resync`, run where the
+disagreement shows, so that the hot path pays nothing for it:
+
+* a put the budget refuses resyncs and tries once more (single server and
+  cluster alike): a counter too high never turns away bytes that fit. Why not a
+  per-namespace index of entry sizes kept by the scripts: it would cost every
+  put and delete a hash write and as much memory again per entry, and a server
+  that evicts may evict the index too; a scan at refusals costs nothing until the
+  counter is wrong, and finds what is really there. Resyncs forced by refusals
+  are spaced (:data:`_RESYNC_DUTY`): a namespace other jobs keep full refuses
+  every put, and one scan per refused item would cost more than the puts;
+* on a single server, a counter that is missing or not a count (the server
+  evicted it -- its LRU clock ticks once a second, so a key touched every batch
+  is not safe -- or a client deleted or overwrote it) would read as 0 and let the
+  namespace pass its budget: the put script stores nothing then (status 2) and
+  the handle resyncs first, always. The delete script leaves such a counter as
+  it is. A handle that may store creates its namespace's counter if there is
+  none (``SET NX 0``), so a missing one means it went away, not that the
+  namespace is new. (A cluster's ``INCRBY`` reservation re-creates a missing
+  counter from its own bytes: too low, as below.);
+* ``resync`` sets the counter with a compare-and-set against the value it read
+  before scanning, so a put or delete another client made during the scan is
+  never overwritten (:meth:`RedisCache.resync`).
+
+What is left: a counter lowered by hand, or one evicted and re-created as 0 by a
+handle joining the namespace, reads too low until a refusal resyncs it; a loader's
+own policy still keeps a private namespace within its budget.
 
 Failures. A server that is down, frozen or refusing writes raises
 :class:`CacheUnavailable` (a :class:`~hotset.errors.HotsetError`), after at most
@@ -77,6 +107,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -90,6 +121,13 @@ from hotset.cachestore.base import (
     check_cache_key,
     check_payload,
     refuse_over_budget,
+)
+from hotset.cachestore.redaction import (
+    redact,
+    redact_spec_value,
+    scrub,
+    secrets_in,
+    split_userinfo,
 )
 from hotset.errors import HotsetError, IntegrityError
 from hotset.units import parse_bytes
@@ -119,7 +157,10 @@ _SCAN_BATCH = 1000
 # Reserve and write in one step (see the module docstring). KEYS[1] is the counter,
 # KEYS[i] (i > 1) an entry whose bytes are ARGV[i]; ARGV[1] is capacity_bytes.
 # Reads first: an OOM refusal then hits the first SET, before anything changed.
-# Returns {stored?, bytes added (or that would be), entries, used before}.
+# Returns {status, bytes added (or that would be), entries, used before}: status 1
+# stored, 0 over budget, 2 the counter is missing or not a count (a server that
+# evicts dropped it, another client deleted or overwrote it): nothing is stored
+# until a resync has counted the entries again.
 _PUT_SCRIPT = """
 local fresh, adding = {}, 0
 for i = 2, #KEYS do
@@ -128,15 +169,32 @@ for i = 2, #KEYS do
     adding = adding + string.len(ARGV[i])
   end
 end
-local used = tonumber(redis.call('GET', KEYS[1]) or '0')
-if #fresh == 0 then return {1, 0, 0, used} end
+local used = tonumber(redis.call('GET', KEYS[1]) or '')
+if #fresh == 0 then return {1, 0, 0, used or 0} end
+if used == nil or used < 0 then return {2, adding, #fresh, 0} end
 if used + adding > tonumber(ARGV[1]) then return {0, adding, #fresh, used} end
 for _, i in ipairs(fresh) do redis.call('SET', KEYS[i], ARGV[i]) end
 redis.call('INCRBY', KEYS[1], adding)
 return {1, adding, #fresh, used}
 """
+# Resync's compare-and-set: KEYS[1] is the counter, ARGV[1] the value it held before
+# the scan ('' for none), ARGV[2] the scanned total. Sets it only if unchanged, so
+# a put or delete another client made during the scan is never overwritten.
+_RESYNC_SCRIPT = """
+if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+"""
+#: the put script's status: stored, refused over budget, no counter to check against
+_STORED, _REFUSED, _NO_COUNTER = 1, 0, 2
+#: scans a resync repeats while other clients keep changing the counter
+_RESYNC_TRIES = 3
+#: the share of a handle's time that resyncs forced by refused puts may take
+_RESYNC_DUTY = 0.1
 # Delete entries and take their bytes off the counter in one step. DEL is allowed
-# under OOM, and once a script has written its DECRBY is too.
+# under OOM, and once a script has written its DECRBY is too. A counter that is
+# missing or not a count is left so (a DECRBY would make it a wrong count, or fail):
+# the next put resyncs it.
 _DELETE_SCRIPT = """
 local removed, freed = 0, 0
 for i = 2, #KEYS do
@@ -146,7 +204,8 @@ for i = 2, #KEYS do
     freed = freed + n
   end
 end
-if freed > 0 then redis.call('DECRBY', KEYS[1], freed) end
+local used = tonumber(redis.call('GET', KEYS[1]) or '')
+if freed > 0 and used ~= nil and used >= 0 then redis.call('DECRBY', KEYS[1], freed) end
 return {removed, freed}
 """
 
@@ -199,52 +258,62 @@ def is_redis_spec(spec: object) -> bool:
     return isinstance(spec, list | tuple) and bool(spec) and all(isinstance(s, str) for s in spec)
 
 
-def redact(url: str) -> str:
-    """The URL with any password replaced by ``***`` (it goes into error messages)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    userinfo, _, hosts = parts.netloc.rpartition("@")
-    user = userinfo.split(":", 1)[0]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{hosts}"))
-
-
 def _host_port(text: str, *, spec: str) -> tuple[str, int]:
     host, sep, port_text = text.strip().rpartition(":")
     host = host.strip("[]")
     # isascii: str.isdigit accepts digits such as "²" that int() then refuses
     ok_digits = port_text.isascii() and port_text.isdigit()
     if not sep or not host or not ok_digits or not 0 < int(port_text) < 65536:
-        raise HotsetError(f"redis cluster node {text!r} in {spec!r}: expected host:port")
+        raise HotsetError(f"redis cluster node {redact(text)!r} in {spec}: expected host:port")
     return host, int(port_text)
 
 
-def _parse_cluster(spec: str | Sequence[str]) -> tuple[list[tuple[str, int]], dict[str, Any]]:
-    """Startup nodes and connection options from a cluster URL or a node list."""
+def _auth_options(scheme: str, userinfo: str | None, query: str) -> dict[str, Any]:
+    """``username``/``password`` of a URL's userinfo (or, as redis-py reads a server's
+    URL, of its query), and ``ssl`` for a ``rediss`` scheme."""
     options: dict[str, Any] = {}
-    if isinstance(spec, str):
-        parts = urllib.parse.urlsplit(spec)
-        userinfo, _, hosts = parts.netloc.rpartition("@")
-        if userinfo:
-            user, _, password = userinfo.partition(":")
-            if user:
-                options["username"] = urllib.parse.unquote(user)
-            if password:
-                options["password"] = urllib.parse.unquote(password)
-        if parts.scheme == "rediss+cluster":
-            options["ssl"] = True
-        if parts.path not in ("", "/", "/0"):
-            raise HotsetError(f"redis cluster {redact(spec)!r}: a cluster has only database 0")
-        nodes = [_host_port(h, spec=redact(spec)) for h in hosts.split(",") if h.strip()]
-    else:
-        nodes = []
-        for item in spec:
-            if "://" in item:
-                parts = urllib.parse.urlsplit(item)
-                item = parts.netloc.rpartition("@")[2]
-            nodes.append(_host_port(item, spec=str(list(spec))))
+    if userinfo:
+        user, _, password = userinfo.partition(":")
+        if user:
+            options["username"] = urllib.parse.unquote(user)
+        if password:
+            options["password"] = urllib.parse.unquote(password)
+    for name, value in urllib.parse.parse_qsl(query):
+        if name in ("username", "password"):
+            options[name] = value
+    if scheme.startswith("rediss"):
+        options["ssl"] = True
+    return options
+
+
+def _parse_cluster(spec: str | Sequence[str]) -> tuple[list[tuple[str, int]], dict[str, Any]]:
+    """Startup nodes and connection options from a cluster URL or a node list.
+
+    A node of a list may be a URL (``redis://user:secret@h:p``): its credentials
+    (and ``rediss``'s TLS) apply to the whole cluster, so nodes that give other
+    ones are refused rather than one of them silently ignored. The userinfo is
+    found as :func:`~hotset.cachestore.redaction.split_userinfo` finds it, so
+    every error names the spec without what is used as a password.
+    """
+    where = redact_spec_value(spec)
+    options: dict[str, Any] = {}
+    items = [spec] if isinstance(spec, str) else list(spec)
+    nodes = []
+    for item in items:
+        head, userinfo, rest = split_userinfo(item)
+        rest, _, query = rest.partition("?")
+        hosts, _, path = rest.partition("/")
+        if isinstance(spec, str) and path not in ("", "0"):
+            raise HotsetError(f"redis cluster {where}: a cluster has only database 0")
+        for name, value in _auth_options(head, userinfo, query).items():
+            if options.setdefault(name, value) != value:
+                raise HotsetError(
+                    f"redis cluster {where}: the nodes give different {name} settings; "
+                    "give every node the same (or give them on one node only)"
+                )
+        nodes += [_host_port(h, spec=where) for h in hosts.split(",") if h.strip()]
     if not nodes:
-        raise HotsetError(f"redis cluster {spec!r}: no startup nodes")
+        raise HotsetError(f"redis cluster {where}: no startup nodes")
     return nodes, options
 
 
@@ -269,6 +338,34 @@ def _split_timeouts(url: str) -> tuple[str, dict[str, str]]:
     found = {k: v for k, v in pairs if k in _TIMEOUT_OPTIONS}
     rest = urllib.parse.urlencode([(k, v) for k, v in pairs if k not in _TIMEOUT_OPTIONS])
     return urllib.parse.urlunsplit(parts._replace(query=rest)), found
+
+
+def _count(value: bytes | None) -> int:
+    """A counter's value as read: 0 when missing or not a count (another client's)."""
+    try:
+        return max(0, int(value or 0))
+    except ValueError:
+        return 0
+
+
+def _identify(url_or_urls: object) -> tuple[str | list[str], bool, str]:
+    """(the spec as kept, whether it names a cluster, where it is without passwords)."""
+    if isinstance(url_or_urls, str):
+        scheme = urllib.parse.urlsplit(url_or_urls).scheme
+        if scheme not in _SINGLE_SCHEMES + _CLUSTER_SCHEMES:
+            raise HotsetError(
+                f"redis cache: unsupported URL {redact(url_or_urls)!r} (use redis://, "
+                "rediss://, unix://, redis+cluster:// or a list of cluster nodes)"
+            )
+        return url_or_urls, scheme in _CLUSTER_SCHEMES, redact(url_or_urls)
+    if is_redis_spec(url_or_urls):
+        assert isinstance(url_or_urls, list | tuple)
+        nodes = list(url_or_urls)
+        return nodes, True, "redis cluster " + ",".join(redact(s) for s in nodes)
+    raise HotsetError(
+        "redis cache: expected a URL or a list of 'host:port' cluster nodes, "
+        f"got {redact_spec_value(url_or_urls)}"
+    )
 
 
 def _reopen_as(cls: type[RedisCache], spec: str | list[str], options: dict[str, Any]) -> RedisCache:
@@ -312,26 +409,13 @@ class RedisCache:
         self._counter = f"{self._prefix}used-bytes"
         #: cluster only: a failure left the counter's effect unknown; resync before use
         self._stale = False
+        #: resyncs of the counter a refused put may run: not before this monotonic time
+        self._resync_after = 0.0
         redis = _import_redis()
         self._redis = redis
-        if isinstance(url_or_urls, str):
-            scheme = urllib.parse.urlsplit(url_or_urls).scheme
-            if scheme not in _SINGLE_SCHEMES + _CLUSTER_SCHEMES:
-                raise HotsetError(
-                    f"redis cache: unsupported URL {redact(url_or_urls)!r} (use redis://, "
-                    "rediss://, unix://, redis+cluster:// or a list of cluster nodes)"
-                )
-            self._cluster = scheme in _CLUSTER_SCHEMES
-            self._spec: str | list[str] = url_or_urls
-            self._where = redact(url_or_urls)
-        elif is_redis_spec(url_or_urls):
-            self._cluster = True
-            self._spec = list(url_or_urls)
-            self._where = "redis cluster " + ",".join(redact(s) for s in url_or_urls)
-        else:
-            raise HotsetError(
-                f"redis cache: expected a URL or a list of nodes, got {url_or_urls!r}"
-            )
+        self._spec, self._cluster, self._where = _identify(url_or_urls)
+        #: the spec's passwords, scrubbed from the client library's messages too
+        self._secrets = secrets_in(self._spec)
         connect_url = self._spec
         in_url: dict[str, str] = {}
         if isinstance(self._spec, str):
@@ -348,6 +432,22 @@ class RedisCache:
             else in_url.get("socket_connect_timeout", CONNECT_TIMEOUT_SECONDS),
             name="socket_connect_timeout",
         )
+        try:
+            self._client = self._connect(connect_url)
+        except HotsetError:
+            raise
+        except (redis.exceptions.RedisError, redis.cluster.RedisClusterException, OSError) as exc:
+            raise CacheUnavailable(
+                f"cannot reach redis at {self._where}: {scrub(str(exc), self._secrets)}"
+            ) from None
+        except ValueError as exc:  # the client's parse of the URL's options
+            raise HotsetError(
+                f"redis cache {self._where}: {scrub(str(exc), self._secrets)}"
+            ) from None
+
+    def _connect(self, connect_url: str | list[str]) -> Any:
+        """A client of the server(s), checked with a PING; the scripts loaded (single server)."""
+        redis = self._redis
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
@@ -359,31 +459,37 @@ class RedisCache:
             # first reply was lost would reserve twice.
             "retry": Retry(NoBackoff(), 0),
         }
-        try:
-            if self._cluster:
-                nodes, auth = _parse_cluster(connect_url)
-                self._client = redis.cluster.RedisCluster(
-                    startup_nodes=[redis.cluster.ClusterNode(h, p) for h, p in nodes],
-                    **auth,
-                    **options,
-                )
-            else:
-                assert isinstance(connect_url, str)
-                self._client = redis.Redis.from_url(connect_url, **options)
-            self._client.ping()
-            self._put_script: Any = None
-            self._delete_script: Any = None
-            if not self._cluster:
-                self._put_script = self._client.register_script(_PUT_SCRIPT)
-                self._delete_script = self._client.register_script(_DELETE_SCRIPT)
-                # Loaded now, so a batch's put is one EVALSHA from the first one on
-                # (a restarted server forgets them; redis-py then loads them again).
-                self._client.script_load(_PUT_SCRIPT)
-                self._client.script_load(_DELETE_SCRIPT)
-        except HotsetError:
-            raise
-        except (redis.exceptions.RedisError, redis.cluster.RedisClusterException, OSError) as exc:
-            raise CacheUnavailable(f"cannot reach redis at {self._where}: {exc}") from None
+        if self._cluster:
+            nodes, auth = _parse_cluster(connect_url)
+            client = redis.cluster.RedisCluster(
+                startup_nodes=[redis.cluster.ClusterNode(h, p) for h, p in nodes],
+                **auth,
+                **options,
+            )
+        else:
+            assert isinstance(connect_url, str)
+            client = redis.Redis.from_url(connect_url, **options)
+        client.ping()
+        self._put_script: Any = None
+        self._delete_script: Any = None
+        # One key (the counter): runs on a cluster too, routed by that key's slot.
+        self._resync_script: Any = client.register_script(_RESYNC_SCRIPT)
+        if not self._cluster:
+            self._put_script = client.register_script(_PUT_SCRIPT)
+            self._delete_script = client.register_script(_DELETE_SCRIPT)
+            # Loaded now, so a batch's put is one EVALSHA from the first one on
+            # (a restarted server forgets them; redis-py then loads them again).
+            client.script_load(_PUT_SCRIPT)
+            client.script_load(_DELETE_SCRIPT)
+            if self._capacity > 0:  # a handle that may store (not an admin's, not drop's)
+                # A namespace's counter exists from its first handle on, so that a put
+                # finding none knows it was evicted or deleted and counts again (the
+                # put script's status 2); set only where missing, so a joined count
+                # stays. Best effort: a server out of memory refuses it, and its puts
+                # degrade as the loader's do.
+                with contextlib.suppress(redis.exceptions.ResponseError):
+                    client.set(self._counter, 0, nx=True)
+        return client
 
     # -- identity ---------------------------------------------------------------
 
@@ -406,6 +512,11 @@ class RedisCache:
     @property
     def socket_connect_timeout(self) -> float:
         return self._connect_timeout
+
+    @property
+    def where(self) -> str:
+        """The server (or cluster nodes) this handle talks to, without passwords."""
+        return self._where
 
     @property
     def client(self) -> Any:
@@ -472,7 +583,9 @@ class RedisCache:
             self._redis.cluster.RedisClusterException,
             OSError,
         ) as exc:
-            raise CacheUnavailable(f"redis cache at {self._where}: {_describe(exc)}") from None
+            raise CacheUnavailable(
+                f"redis cache at {self._where}: {scrub(_describe(exc), self._secrets)}"
+            ) from None
 
     @contextlib.contextmanager
     def _unsure(self) -> Iterator[None]:
@@ -533,10 +646,20 @@ class RedisCache:
         self._stats.add_puts(written, nbytes)
 
     def _put_single(self, plan: dict[str, bytes]) -> tuple[int, int]:
-        """Reserve and write in one script run: all of it happens, or none of it."""
-        reply = self._put_script(keys=[self._counter, *plan], args=[self._capacity, *plan.values()])
-        stored, adding, entries, used = (int(v) for v in reply)
-        if not stored:
+        """Reserve and write in one script run: all of it happens, or none of it.
+
+        A refusal resyncs the counter (when :meth:`_may_resync` allows) and tries
+        once more: a counter left too high by evicted entries or another client
+        must not turn away bytes that fit.
+        """
+        keys, args = [self._counter, *plan], [self._capacity, *plan.values()]
+        status, adding, entries, used = (int(v) for v in self._put_script(keys=keys, args=args))
+        # A missing counter is always counted again (nothing may be stored without
+        # one); a refusal only as often as _may_resync allows.
+        if status == _NO_COUNTER or (status == _REFUSED and self._may_resync()):
+            self.resync()
+            status, adding, entries, used = (int(v) for v in self._put_script(keys=keys, args=args))
+        if status != _STORED:
             refuse_over_budget(items=entries, adding=adding, used=used, capacity=self._capacity)
         return entries, adding
 
@@ -553,14 +676,11 @@ class RedisCache:
             present = pipe.execute()
             plan = {k: v for (k, v), p in zip(plan.items(), present, strict=True) if not p}
             adding = sum(len(v) for v in plan.values())
-            if plan and not self._reserve(adding):
-                # Maybe the counter is too high (a failure elsewhere): count, then retry.
-                self.resync()
-                if not self._reserve(adding):
-                    used = self.used_bytes()
-                    refuse_over_budget(
-                        items=len(plan), adding=adding, used=used, capacity=self._capacity
-                    )
+            if plan and not self._reserve(adding) and not self._resync_and_reserve(adding):
+                used = self.used_bytes()
+                refuse_over_budget(
+                    items=len(plan), adding=adding, used=used, capacity=self._capacity
+                )
         if not plan:
             return 0, 0
         pipe = self._pipeline()
@@ -577,6 +697,14 @@ class RedisCache:
             raise failed[0]  # after the refund: the counter holds what was stored
         written = sum(1 for ok in stored if ok is True)
         return written, adding - refund
+
+    def _resync_and_reserve(self, nbytes: int) -> bool:
+        """Cluster, a reservation refused: maybe the counter is too high (a failure
+        elsewhere, entries the server evicted): count the entries, then retry."""
+        if not self._may_resync():
+            return False
+        self.resync()
+        return self._reserve(nbytes)
 
     def _reserve(self, nbytes: int) -> bool:
         """Cluster: add ``nbytes`` to the shared counter unless that passes the budget."""
@@ -619,24 +747,49 @@ class RedisCache:
         """Set the counter to the bytes stored (``STRLEN`` of every entry); return it.
 
         Repairs a counter a lost reply left unsure (the cluster does this on its
-        own, see the module docstring) or one that entries Redis evicted by itself
-        left too high. Exact when no other client writes to the namespace while
-        it scans.
+        own, see the module docstring) or one that entries Redis evicted by itself,
+        or another client, left too high -- which a refused put does on its own.
+        The total is counted by ``SCAN`` (on every master), so it is exact when no
+        other client changes the namespace while it scans; to keep a concurrent
+        writer's update, the counter is only set if it still holds what it held
+        before the scan (a compare-and-set in one script), else the scan is
+        repeated, up to :data:`_RESYNC_TRIES` times, and the counter left alone
+        if others keep changing it (the next refusal tries again). Returns the
+        counter's value afterwards.
         """
+        started = time.monotonic()
         with self._talking():
-            total = 0
-            batch: list[bytes] = []
-            counter = self._counter.encode()
-            for rkey in self._client.scan_iter(match=self._prefix + "*", count=_SCAN_BATCH):
-                if rkey != counter:
-                    batch.append(rkey)
-                if len(batch) >= _SCAN_BATCH:
-                    total += self._strlen_sum(batch)
-                    batch = []
-            total += self._strlen_sum(batch)
-            self._client.set(self._counter, total)
+            for _ in range(_RESYNC_TRIES):
+                before = self._client.get(self._counter)
+                total = self._stored_total()
+                if int(self._resync_script(keys=[self._counter], args=[before or b"", total])):
+                    self._stats.add_resync(total - _count(before))
+                    break
+            else:
+                total = _count(self._client.get(self._counter))
         self._stale = False
+        # A refused put may resync again once 1 / _RESYNC_DUTY times this one's
+        # length has passed: a namespace that others keep full (every put refused,
+        # and each one tried alone) costs at most that share of the time in scans.
+        self._resync_after = time.monotonic() + (time.monotonic() - started) / _RESYNC_DUTY
         return total
+
+    def _may_resync(self) -> bool:
+        """Whether a refused put may resync the counter now (see :meth:`resync`)."""
+        return time.monotonic() >= self._resync_after
+
+    def _stored_total(self) -> int:
+        """The bytes the namespace's entries hold, by ``SCAN`` and pipelined ``STRLEN``."""
+        total = 0
+        batch: list[bytes] = []
+        counter = self._counter.encode()
+        for rkey in self._client.scan_iter(match=self._prefix + "*", count=_SCAN_BATCH):
+            if rkey != counter:
+                batch.append(rkey)
+            if len(batch) >= _SCAN_BATCH:
+                total += self._strlen_sum(batch)
+                batch = []
+        return total + self._strlen_sum(batch)
 
     def _strlen_sum(self, rkeys: list[bytes]) -> int:
         if not rkeys:
@@ -652,9 +805,10 @@ class RedisCache:
             return bool(self._client.exists(rkey))
 
     def used_bytes(self) -> int:
+        """The namespace's byte counter (0 while it is missing or not a count)."""
         with self._talking():
             value = self._client.get(self._counter)
-        return max(0, int(value or 0))
+        return _count(value)
 
     def clear(self) -> None:
         """Delete every entry of this namespace (on every master) and zero the counter.

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hotset.cachestore.base import CacheStore
+from hotset.cachestore.redaction import redact, redact_spec_value, scrub, secrets_in
 from hotset.errors import HotsetError
 from hotset.units import parse_bytes
 
@@ -86,7 +87,7 @@ def open_cache(
             socket_timeout=socket_timeout,
             socket_connect_timeout=socket_connect_timeout,
         )
-    raise HotsetError(f"unknown cache {spec!r:.120}: {_UNKNOWN}")
+    raise HotsetError(f"unknown cache {redact_spec_value(spec):.120}: {_UNKNOWN}")
 
 
 _UNKNOWN = (
@@ -109,22 +110,28 @@ def parse_cache_spec(spec: object) -> str:
     if isinstance(spec, list | tuple):
         if not spec or not all(isinstance(s, str) for s in spec):
             raise HotsetError(
-                f"cache nodes must be a non-empty list of 'host:port' strings, got {spec!r:.80}"
+                "cache nodes must be a non-empty list of 'host:port' strings, "
+                f"got {redact_spec_value(spec):.120}"
             )
         try:
             redis_store._parse_cluster(list(spec))
-        except ValueError as exc:  # HotsetError included; also int() of odd digits
-            raise HotsetError(f"cache {list(spec)!r:.120}: {exc}") from None
+        except HotsetError:
+            raise  # names the nodes already, without passwords
+        except ValueError as exc:  # int() of odd digits, a bad IPv6 bracket
+            raise HotsetError(f"cache {redact_spec_value(spec)}: {scrub_spec(exc, spec)}") from None
         return "redis-cluster"
     if not isinstance(spec, str):
-        raise HotsetError(f"unknown cache {spec!r:.80}: {_UNKNOWN}")
+        raise HotsetError(f"unknown cache {redact_spec_value(spec):.80}: {_UNKNOWN}")
     try:
         parts = urllib.parse.urlsplit(spec)
         if parts.scheme not in redis_store._CLUSTER_SCHEMES:  # several host:port, no one port
             parts.port  # noqa: B018 - raises ValueError for a port that is not 0..65535
         where = redact_spec(spec)
     except ValueError as exc:
-        raise HotsetError(f"cache spec is not a valid URL ({exc}): {_UNKNOWN}") from None
+        raise HotsetError(
+            f"cache {redact_spec_value(spec)} is not a valid URL ({scrub_spec(exc, spec)}): "
+            f"{_UNKNOWN}"
+        ) from None
     scheme = parts.scheme
     if scheme in redis_store._CLUSTER_SCHEMES:
         try:
@@ -132,7 +139,7 @@ def parse_cache_spec(spec: object) -> str:
         except HotsetError:
             raise
         except ValueError as exc:
-            raise HotsetError(f"cache {where!r}: {exc}") from None
+            raise HotsetError(f"cache {where!r}: {scrub_spec(exc, spec)}") from None
         return "redis-cluster"
     if scheme not in redis_store._SINGLE_SCHEMES:
         raise HotsetError(f"unknown cache {where!r:.120}: {_UNKNOWN}")
@@ -153,12 +160,15 @@ def parse_cache_spec(spec: object) -> str:
     try:
         parse_url(spec)  # query options (socket_timeout=...) are checked by the client's parser
     except ValueError as exc:
-        raise HotsetError(f"cache {where!r}: {exc}") from None
+        raise HotsetError(f"cache {where!r}: {scrub_spec(exc, spec)}") from None
     return "redis"
 
 
 def redact_spec(spec: str) -> str:
     """``spec`` without its password, for error messages."""
-    from hotset.cachestore.redis_store import redact
-
     return redact(spec)
+
+
+def scrub_spec(exc: BaseException, spec: object) -> str:
+    """A parser's message about ``spec`` with the spec's passwords taken out of it."""
+    return scrub(str(exc), secrets_in(spec))

@@ -27,7 +27,11 @@ keeps such a namespace apart from the id-keyed ``sweep-1@<identity>`` ones: the
 two key schemes never meet in one namespace.
 
 The embedded shared-memory cache is private to one loader by construction (a
-new segment per cache) and needs none of this: its session holds no lease.
+new segment per cache) and needs none of this: its session holds no lease, and
+a sharing key with it is an error (:func:`check_share_backend`), never ignored.
+
+A Redis session also asks the server, once, whether it evicts keys on its own
+(:mod:`hotset.cachestore.redis_eviction`) and warns if so.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hotset.cachestore.base import CacheStore
+from hotset.cachestore.redis_eviction import warn_if_evicting
 from hotset.cachestore.redis_leases import LEASE_TTL_S, Lease, collect, unregister
 from hotset.cachestore.registry import open_cache, parse_cache_spec
 from hotset.errors import HotsetError
@@ -51,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTENT_SCOPE",
     "CacheSession",
+    "check_share_backend",
     "check_share_key",
     "drop_namespace",
     "namespace_for",
@@ -72,6 +78,21 @@ def check_share_key(share: object) -> str | None:
             f"(the data set's identity is appended after an '@'), got {share!r:.80}"
         )
     return share
+
+
+def check_share_backend(share: str | None, spec: str | Sequence[str]) -> None:
+    """Refuse a sharing key with the embedded cache, which has no namespaces to share.
+
+    The shared-memory cache is a new segment per loader: ``namespace="sweep"``
+    there would share nothing and change nothing, so a user who asked for it
+    learns it at once instead of believing jobs share a warm cache.
+    """
+    if share is not None and parse_cache_spec(spec) == "memory":
+        raise HotsetError(
+            f"namespace={share!r} shares a Redis namespace between jobs, but the cache is "
+            "the embedded shared-memory one, private to this loader: give a Redis cache "
+            "(cache='redis://host:6379/0', cache_bytes=...) or leave out namespace"
+        )
 
 
 def namespace_for(
@@ -121,6 +142,7 @@ class CacheSession:
         digest: Digest | None = None,
         **cache_options: Any,
     ) -> CacheSession:
+        check_share_backend(share, spec)
         namespace = namespace_for(
             share=share, dataset_id=dataset_id, rank=rank, content_addressed=digest is not None
         )
@@ -137,6 +159,8 @@ class CacheSession:
             return session
         try:
             client = cache.client  # type: ignore[attr-defined]
+            # Once per job, in the main process (workers reopen the cache, never this).
+            warn_if_evicting(client, getattr(cache, "where", "?"), stacklevel=4)
             # Known namespaces only (no keyspace scan at every start): those a killed
             # job left behind. Best effort: a failure here must not stop training.
             with contextlib.suppress(Exception):

@@ -37,7 +37,19 @@ are also flagged in memory shared by every process of the loader: a put the
 cache then refuses as over budget is put down to such leftovers, and the writer
 -- holding the write turn, so no other writer of this loader interferes --
 clears the cache and puts again (every id the policy holds becomes a rebuild
-read). Without the flag a refused put is a policy bug and is raised.
+read).
+
+Without the flag, whether a refused put is a policy bug depends on the cache.
+The embedded shared-memory cache is private to this loader: nothing but its
+own puts can fill it, so a refusal there is a policy bug and is raised (the
+tests rely on it to catch one). A Redis namespace is not: other jobs share it,
+another client may write to it, and a server whose ``maxmemory-policy`` evicts
+drops entries behind the byte counter's back. The store resyncs its counter
+before it refuses (:meth:`~hotset.cachestore.redis_store.RedisCache.resync`),
+so a refusal there means the bytes really do not fit now; the batch then puts
+what fits item by item and counts the rest (``refused_puts``/``refused_bytes``,
+and ``cache_resyncs`` for the counter repairs), and training goes on: an id
+whose put was refused is read again when next served (a rebuild read).
 
 Every storage read is checked against the manifest's size (always) and xxh3
 (``verify``, on by default; :mod:`hotset.torch.reads`): a file that does not
@@ -94,12 +106,13 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from hotset.cachestore.base import CacheKey, CacheStore
+from hotset.cachestore.base import CacheKey, CacheStore, PutRefused
 from hotset.cachestore.claims import claim, release
 from hotset.cachestore.redis_store import CacheUnavailable
+from hotset.cachestore.shm import SharedMemoryCache
 from hotset.engine.plan import BatchPlan
 from hotset.engine.units import UnitLayout
-from hotset.errors import HotsetError, IntegrityError
+from hotset.errors import HotsetError
 from hotset.policies.base import N_OUTCOMES, Outcome
 from hotset.storage.base import Store
 from hotset.torch.dataset import DecodeSpec, decode_sample
@@ -160,14 +173,17 @@ class CacheBackoff:
 class _CacheTurn:
     """One batch's dealings with the cache: still usable by it, and calls that failed."""
 
-    __slots__ = ("errors", "ok", "refused", "refused_bytes")
+    __slots__ = ("errors", "ok", "refused", "refused_bytes", "resyncs")
 
     def __init__(self, ok: bool) -> None:
         self.ok = ok
         self.errors = 0
-        #: puts a shared namespace refused because other jobs filled its budget
+        #: puts refused over budget: other jobs filled a shared namespace, or the
+        #: server evicted or another client wrote behind this loader's back
         self.refused = 0
         self.refused_bytes = 0
+        #: times the store set its byte counter to what its entries hold
+        self.resyncs = 0
 
 
 class BatchFetcher(_TorchDataset):
@@ -197,6 +213,9 @@ class BatchFetcher(_TorchDataset):
         self.collate_fn = collate_fn
         #: the cache's namespace is shared with other jobs (see _write)
         self.shared = shared
+        #: the cache is private to this loader (the embedded one): nothing outside it
+        #: can fill its budget, so a put it refuses is a policy bug (see _put)
+        self._private = isinstance(cache, SharedMemoryCache)
         self.keys = list(keys)
         self.hashes = list(hashes)
         self.sizes = sizes
@@ -433,6 +452,7 @@ class BatchFetcher(_TorchDataset):
             "cache_errors": turn.errors,
             "refused_puts": turn.refused,
             "refused_bytes": turn.refused_bytes,
+            "cache_resyncs": turn.resyncs,
             "pool_hits": len(pooled),
             "pool_bytes": pool_bytes,
             "pool_unit_hits": len(pooled_units),
@@ -597,25 +617,47 @@ class BatchFetcher(_TorchDataset):
                     return
                 backoff.pending_deletes.clear()
             if items:
+                self._put(turn, cache, items)
+
+    def _put(
+        self, turn: _CacheTurn, cache: CacheStore, items: list[tuple[CacheKey, bytes]]
+    ) -> None:
+        """Put a batch's items in its write turn; a put refused over budget never stops
+        training where the cache may hold bytes this loader did not put (module docstring).
+
+        The store has already resynced its byte counter before refusing (a Redis
+        namespace: :meth:`~hotset.cachestore.redis_store.RedisCache.resync`), so a
+        refusal means the bytes really do not fit. In a private namespace with
+        skipped deletes on record, those leftovers hold the budget: the cache is
+        cleared and the batch put again. What still does not fit is put item by
+        item and the rest counted (``refused_puts``) -- except in a store private
+        to this loader, where nothing else could have filled it: there a refusal
+        is a policy bug and raised.
+        """
+        before = 0 if self._private else cache.stats().resyncs
+        try:
+            try:
+                self._cache_call(turn, cache.put_many, items)
+                return
+            except PutRefused as exc:
+                refused = exc
+            if not self.shared and self._skipped[0]:
+                turn.errors += 1
+                if self._cache_call(turn, lambda _: cache.clear(), None) is None:
+                    return
+                self._skipped[0] = 0
+                self.backoff.pending_deletes.clear()
                 try:
                     self._cache_call(turn, cache.put_many, items)
-                except IntegrityError:
-                    raise
-                except HotsetError:
-                    if self.shared:
-                        # Other jobs' entries fill the shared budget: put what fits,
-                        # one by one, and count the rest. Never cleared: not ours.
-                        self._put_what_fits(turn, cache, items)
-                        return
-                    if not self._skipped[0]:
-                        raise  # over budget with no failure to blame: a policy bug
-                    # Entries whose deletes were skipped hold the budget: start over.
-                    turn.errors += 1
-                    if self._cache_call(turn, lambda _: cache.clear(), None) is None:
-                        return
-                    self._skipped[0] = 0
-                    backoff.pending_deletes.clear()
-                    self._cache_call(turn, cache.put_many, items)
+                    return
+                except PutRefused as exc:
+                    refused = exc
+            if self._private:
+                raise refused  # over budget with nothing outside to blame: a policy bug
+            self._put_what_fits(turn, cache, items)
+        finally:
+            if not self._private:
+                turn.resyncs += cache.stats().resyncs - before
 
     def _from_pool(
         self,
@@ -759,7 +801,7 @@ class BatchFetcher(_TorchDataset):
     def _put_what_fits(
         self, turn: _CacheTurn, cache: CacheStore, items: list[tuple[CacheKey, bytes]]
     ) -> None:
-        """Shared namespace over budget: each item alone; a refused one is counted.
+        """Over budget where others may hold bytes: each item alone; a refused one is counted.
 
         Costs a round trip per item, only in batches whose put was refused. An id
         whose put was refused is one the policy believes cached: it is read again
@@ -769,9 +811,7 @@ class BatchFetcher(_TorchDataset):
             try:
                 if self._cache_call(turn, cache.put_many, [item]) is None:
                     return  # the backend failed: the rest would too
-            except IntegrityError:
-                raise
-            except HotsetError:
+            except PutRefused:
                 turn.refused += 1
                 turn.refused_bytes += len(item[1])
 

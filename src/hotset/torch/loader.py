@@ -63,9 +63,10 @@ from torch.utils.data import Sampler
 
 from hotset.cachestore.base import CacheStore
 from hotset.cachestore.chunk_refs import ChunkRefs
+from hotset.cachestore.redaction import redact_spec_value
 from hotset.cachestore.redis_leases import LEASE_TTL_S
 from hotset.cachestore.redis_store import RedisCache
-from hotset.cachestore.session import CacheSession, check_share_key
+from hotset.cachestore.session import CacheSession, check_share_backend, check_share_key
 from hotset.data.digest import Digest, digest_for_job
 from hotset.data.package_writer import PackageWriter
 from hotset.engine.counters import Coverage
@@ -246,7 +247,7 @@ class HotsetLoader:
         data: HotsetDataset | Any,
         *,
         system: str = "lru",
-        cache: str | int | float | None = None,
+        cache: str | int | float | list[str] | None = None,
         cache_bytes: int | str | None = None,
         batch_size: int = 64,
         num_workers: int = 0,
@@ -372,6 +373,7 @@ class HotsetLoader:
         n = len(manifest)
         sizes = np.asarray(manifest.sizes, dtype=np.int64)
         spec, capacity = self._resolve_cache(cache, cache_bytes, int(sizes.sum()))
+        check_share_backend(namespace, spec)  # namespace= means Redis: never ignored
         # A job's ranks on one shared namespace hold one pool of ``capacity``: each
         # rank's policy plans its share, so the ranks never crowd each other out, and
         # a rank's planned miss is looked up in the pool (what the other ranks put).
@@ -563,31 +565,54 @@ class HotsetLoader:
     # -- construction helpers -----------------------------------------------------
     @staticmethod
     def _resolve_cache(
-        cache: str | int | float | None, cache_bytes: int | str | None, total: int
-    ) -> tuple[str, int]:
+        cache: str | int | float | list[str] | None, cache_bytes: int | str | None, total: int
+    ) -> tuple[str | list[str], int]:
         """(backend spec, capacity in bytes) from the user's ``cache`` / ``cache_bytes``.
 
         A budget is an int or a string of bytes (``"2gb"``), a float fraction in
         (0, 1] or a percentage (``"20%"``) of ``total``; a float outside (0, 1]
-        is an error (see :func:`hotset.units.parse_budget`).
+        is an error (see :func:`hotset.units.parse_budget`). A list (or tuple) is
+        a Redis Cluster's startup nodes, checked when the cache opens. A spec in
+        an error is shown without its passwords.
         """
 
         def amount(value: int | float | str, name: str) -> int:
             # int: bytes; "2gb": bytes; float in (0, 1] or "20%": a share of the dataset's bytes
             return parse_budget(value, total=total, name=name)
 
+        if isinstance(cache, list | tuple):
+            if cache_bytes is None:
+                raise HotsetError(
+                    f"cache {redact_spec_value(cache)} (Redis Cluster nodes) needs "
+                    "cache_bytes= (its budget)"
+                )
+            return list(cache), amount(cache_bytes, "cache_bytes")
         if isinstance(cache, str) and ("://" in cache or cache.strip().lower() in _EMBEDDED):
             if cache_bytes is None:
-                raise HotsetError(f"cache {cache!r} needs cache_bytes= (its budget)")
+                raise HotsetError(
+                    f"cache {redact_spec_value(cache)} needs cache_bytes= (its budget)"
+                )
             return cache, amount(cache_bytes, "cache_bytes")
         if cache is None:
             # the embedded cache at a share that pays on most data sets (see loader())
             return "memory", amount(DEFAULT_CACHE if cache_bytes is None else cache_bytes, "cache")
         if cache_bytes is not None:
             raise HotsetError(
-                f"give the budget once: cache={cache!r} is already a size, drop cache_bytes"
+                f"give the budget once: cache={redact_spec_value(cache)} is already a size, "
+                "drop cache_bytes"
             )
-        return "memory", amount(cache, "cache")
+        try:
+            return "memory", amount(cache, "cache")
+        except HotsetError:
+            if isinstance(cache, str) and ("@" in cache or "redis" in cache.lower()):
+                # a cache URL mistyped (redis:/, a missing ':'): the budget parser's
+                # message would show it whole, password included
+                raise HotsetError(
+                    f"cache {redact_spec_value(cache)} is neither a budget (bytes, '20%', a "
+                    "fraction) nor a cache ('memory', 'redis://host:port/db', "
+                    "'redis+cluster://h1:p1,h2:p2' or a list of 'host:port' nodes)"
+                ) from None
+            raise
 
     # -- the user API ---------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
@@ -1144,7 +1169,7 @@ def loader(
     data: HotsetDataset | str | Any,
     *,
     system: str = "lru",
-    cache: str | int | float | None = None,
+    cache: str | int | float | list[str] | None = None,
     batch_size: int = 64,
     **options: Any,
 ) -> HotsetLoader:
@@ -1191,6 +1216,7 @@ def loader(
     ``<key>@<data set identity>``, and its one budget ``cache_bytes``. Joining
     never clears it and closing keeps it for the next job; puts refused because
     other jobs filled the budget are skipped and counted (``refused_puts``).
+    With the embedded cache, which has nothing to share, a namespace is an error.
     Without it the loader uses a private namespace, dropped when it closes.
     Either way the job holds a lease on its namespace, renewed every
     ``lease_ttl_s / 3`` seconds (default 60 s); a killed job's private

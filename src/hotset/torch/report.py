@@ -11,8 +11,11 @@ cache outage says so instead of passing for a cold cache. ``integrity_errors``
 counts cache entries that did not hash to their key (bytes another writer put
 there): each was dropped and read again from storage (a rebuild read), so a
 poisoned cache shows up here rather than in what training received.
-``refused_puts``/``refused_bytes`` count admissions a shared namespace turned
-away because other jobs' entries filled its budget (never in a private one).
+``refused_puts``/``refused_bytes`` count admissions a Redis namespace turned
+away over budget: other jobs' entries filled a shared one, or bytes this job did
+not put (another client's, or entries the server evicted without the byte
+counter knowing) filled it; ``cache_resyncs`` counts the times the namespace's
+byte counter was set to what its entries hold before such a refusal.
 ``pool_hits``/``pool_bytes`` count samples whose bytes a shared namespace
 held (put there by another job or rank) and so were not read from storage:
 planned single-sample misses, and the members a planned unit read was wanted
@@ -51,6 +54,7 @@ _IO_COUNTERS = (
     "integrity_errors",
     "refused_puts",
     "refused_bytes",
+    "cache_resyncs",
     "skipped",
     "pool_hits",
     "pool_bytes",
