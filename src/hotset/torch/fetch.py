@@ -112,7 +112,7 @@ from hotset.cachestore.redis_store import CacheUnavailable
 from hotset.cachestore.shm import SharedMemoryCache
 from hotset.engine.plan import BatchPlan
 from hotset.engine.units import UnitLayout
-from hotset.errors import HotsetError
+from hotset.errors import HotsetError, IntegrityError
 from hotset.policies.base import N_OUTCOMES, Outcome
 from hotset.storage.base import Store
 from hotset.torch.dataset import DecodeSpec, decode_sample
@@ -296,7 +296,7 @@ class BatchFetcher(_TorchDataset):
         if self.decode == "bytes" and self.transform is None and self.collate_fn is None:
             x: Any = [blobs[sid] for sid in served.tolist()]  # what _collate makes of bytes
         else:
-            x = self.collate([self.decode_one(blobs[sid], sid) for sid in served.tolist()])
+            x = self.collate(self._decode_all(served.tolist(), blobs, info))
         import torch
 
         y = torch.from_numpy(self.labels[served])
@@ -824,6 +824,33 @@ class BatchFetcher(_TorchDataset):
     # -- decoding -----------------------------------------------------------------
     def decode_one(self, data: bytes, sid: int) -> Any:
         return decode_sample(self.decode, self.transform, data, self.keys[sid])
+
+    def _decode_all(
+        self, sids: list[int], blobs: dict[int, bytes], info: dict[str, Any]
+    ) -> list[Any]:
+        """Each sample decoded; one whose bytes are not a valid encoding is read again.
+
+        With ``verify=False`` a cache entry is not hashed, so an entry another
+        client of the namespace overwrote reaches decoding: a user's item that is
+        not a valid encoding (:class:`~hotset.data.itemcodec.ItemDecodeError`)
+        is read from storage and decoded from there, counted as an integrity error
+        and a rebuild read, as a poisoned entry is with ``verify``. Bytes storage
+        itself returns that do not decode are a real data problem: raised.
+        """
+        out = []
+        for sid in sids:
+            try:
+                out.append(self.decode_one(blobs[sid], sid))
+            except IntegrityError:
+                fresh = self.reader.read_checked(sid)
+                if fresh == blobs[sid]:
+                    raise
+                blobs[sid] = fresh
+                info["integrity_errors"] += 1
+                info["rebuild_reads"] += 1
+                info["rebuild_bytes"] += len(fresh)
+                out.append(self.decode_one(fresh, sid))
+        return out
 
     def collate(self, samples: list[Any]) -> Any:
         """A batch's ``x``: the user's ``collate_fn``, else stacked tensors or arrays.
