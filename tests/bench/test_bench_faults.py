@@ -24,6 +24,13 @@ def test_every_scenario_runs_and_loses_nothing() -> None:
         "process-group-kill",
         "poisoned-entries",
         "corrupted-file",
+        "chunks-reordered",
+        "chunks-stale",
+        "planted-payload",
+        "redis-evicting",
+        "worker-killed-in-write-turn",
+        "package-dir-full",
+        "package-dir-read-only",
     }
     for row in rows.values():
         assert row["failed_runs"] == 0, row
@@ -33,3 +40,13 @@ def test_every_scenario_runs_and_loses_nothing() -> None:
     assert rows["process-group-kill"]["shm_bytes_left_after_next_start"] == 0
     assert rows["poisoned-entries"]["integrity_errors"] == 20
     assert rows["corrupted-file"]["integrity_errors"] == 1
+    # the integrity and security review's scenarios (hotset.bench.faults_security)
+    for scenario in ("chunks-reordered", "chunks-stale"):
+        assert rows[scenario]["stopped_with_error"] == 2, rows[scenario]  # quiver, brand
+    assert rows["planted-payload"]["code_run"] == 0
+    assert rows["worker-killed-in-write-turn"]["hangs"] == 0
+    assert rows["worker-killed-in-write-turn"]["error_named_the_worker"] == 1
+    for scenario in ("package-dir-full", "package-dir-read-only"):
+        row = rows[scenario]
+        if row["runs"]:  # a tmpfs could be mounted (root): the fallback really ran
+            assert row["package_fallback_reads"] > 0, row

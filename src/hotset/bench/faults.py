@@ -221,7 +221,7 @@ bad, rows = 0, []
 with hotset.loader(data, system="lru", cache=url, cache_bytes="30%", batch_size=64,
                    num_workers=2, seed=seed, namespace="bench-shared") as loader:
     for epoch in range(3):
-        loader.setepoch_row(epoch)
+        loader.set_epoch(epoch)
         seen = np.zeros(len(files), dtype=np.int64)
         for x, y, ids, w in loader:
             for blob, i in zip(x, ids.tolist()):
@@ -301,7 +301,7 @@ import os, sys, time
 import hotset
 data = hotset.open_dataset(sys.argv[1], decode="bytes")
 loader = hotset.loader(data, system="lru", cache="50%", batch_size=64, num_workers=2)
-loader.setepoch_row(0)
+loader.set_epoch(0)
 for step, _ in enumerate(loader):
     if step == 5:
         print(loader.cache.name, flush=True)
@@ -397,7 +397,7 @@ def _integrity(root: Path) -> list[dict[str, Any]]:
         data = hotset.open_dataset(copy, decode="bytes")
         try:
             with hotset.loader(data, system="lru", cache=0.2, batch_size=_BATCH) as ld:
-                ld.setepoch_row(0)
+                ld.set_epoch(0)
                 for _x, _, ids, _ in ld:
                     delivered += sum(1 for s in ids.tolist() if s == 123)
         except IntegrityError:
