@@ -40,6 +40,33 @@ def _holder(loader: HotsetLoader, seconds: float) -> int:
     raise AssertionError("no worker took its write turn")
 
 
+def _lru(data: hotset.HotsetDataset, url: str) -> HotsetLoader:
+    """Puts wait up to 20 s on a paused server: the holder is killed well before."""
+    return hotset.loader(
+        data,
+        system="lru",
+        cache=url + "?socket_timeout=20",
+        cache_bytes=0.5,
+        batch_size=8,
+        num_workers=2,
+        seed=0,
+    )
+
+
+def _kill_the_writer(loader: HotsetLoader, url: str, pool: ThreadPoolExecutor) -> None:
+    """Batch 0's worker killed inside its write turn; the loader must say so."""
+    client = redis.Redis.from_url(url, socket_timeout=10)
+    try:
+        client.execute_command("CLIENT", "PAUSE", 5_000, "ALL")
+        first = pool.submit(next, iter(loader))  # batch 0's put waits on the paused server
+        os.kill(_holder(loader, 30), signal.SIGKILL)
+        with pytest.raises(HotsetError, match="worker died"):
+            first.result(timeout=60)
+    finally:
+        client.execute_command("CLIENT", "UNPAUSE")
+        client.close()
+
+
 def test_worker_killed_in_its_write_turn_raises_and_leaves_the_loader_closable(
     tmp_path: Path, redis_url: str
 ) -> None:
@@ -47,31 +74,14 @@ def test_worker_killed_in_its_write_turn_raises_and_leaves_the_loader_closable(
     make_synth(path, SynthConfig(n=96, image_size=8, classes=2, seed=0), workers=1)
     data = hotset.open_dataset(str(path), decode="bytes")
     truth = {i: data.store.read(k) for i, k in enumerate(data.manifest.keys)}
-    client = redis.Redis.from_url(redis_url, socket_timeout=10)
-    loader = hotset.loader(
-        data,
-        system="lru",
-        cache=redis_url + "?socket_timeout=20",
-        cache_bytes=0.5,
-        batch_size=8,
-        num_workers=2,
-        seed=0,
-    )
+    loader = _lru(data, redis_url)
     pool = ThreadPoolExecutor(1)
     try:
-        client.execute_command("CLIENT", "PAUSE", 5_000, "ALL")
-        it = iter(loader)
-        first = pool.submit(next, it)  # batch 0's put waits on the paused server
-        holder = _holder(loader, 30)
-        os.kill(holder, signal.SIGKILL)
-        with pytest.raises(HotsetError, match="worker died"):
-            first.result(timeout=60)
-        client.execute_command("CLIENT", "UNPAUSE")
+        _kill_the_writer(loader, redis_url, pool)
         pool.submit(loader.close).result(timeout=60)  # hung forever before the fix
     finally:
-        client.execute_command("CLIENT", "UNPAUSE")
         pool.shutdown(wait=False)
-    # The loader is reusable: a fresh one on the same server runs a whole epoch.
+    # Nothing is left broken: a fresh loader on the same server runs a whole epoch.
     with hotset.loader(
         data, system="lru", cache=redis_url, cache_bytes=0.5, batch_size=8, num_workers=2, seed=0
     ) as again:
@@ -90,25 +100,9 @@ def test_iterating_again_after_a_dead_worker_delivers_every_sample(
     path = tmp_path / "ds"
     make_synth(path, SynthConfig(n=64, image_size=8, classes=2, seed=1), workers=1)
     data = hotset.open_dataset(str(path), decode="bytes")
-    client = redis.Redis.from_url(redis_url, socket_timeout=10)
     pool = ThreadPoolExecutor(1)
-    with hotset.loader(
-        data,
-        system="lru",
-        cache=redis_url + "?socket_timeout=20",
-        cache_bytes=0.5,
-        batch_size=8,
-        num_workers=2,
-        seed=0,
-    ) as loader:
-        try:
-            client.execute_command("CLIENT", "PAUSE", 5_000, "ALL")
-            first = pool.submit(next, iter(loader))
-            os.kill(_holder(loader, 30), signal.SIGKILL)
-            with pytest.raises(HotsetError, match="worker died"):
-                first.result(timeout=60)
-        finally:
-            client.execute_command("CLIENT", "UNPAUSE")
+    with _lru(data, redis_url) as loader:
+        _kill_the_writer(loader, redis_url, pool)
         loader.set_epoch(1)
         ids = pool.submit(lambda: [i for b in loader for i in b[2].tolist()]).result(timeout=120)
         assert np.array_equal(np.sort(ids), np.arange(64))

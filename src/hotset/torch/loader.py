@@ -1044,14 +1044,7 @@ class HotsetLoader:
         """Everything needed to resume exactly: at epoch boundaries and mid-epoch."""
         running = self._status in ("running", "finished")
         return {
-            "version": STATE_VERSION,
-            "system": self.system.name,
-            "n": len(self._outstanding),
-            "batch_size": self.batch_size,
-            "seed": self.seed,
-            "rank": self.rank,
-            "world_size": self.world_size,
-            "cache_bytes": self._planned_bytes(),
+            **self._identity(),
             "lag": self.lag,
             "status": self._status,
             "epoch": self._planner.epoch,
@@ -1068,10 +1061,20 @@ class HotsetLoader:
             "current": self._current.state() if self._current is not None else None,
         }
 
-    def _planned_bytes(self) -> int | None:
-        """The budget this rank's policy plans in (a resumed policy must fit it)."""
+    def _identity(self) -> dict[str, Any]:
+        """What a state must share with this loader to resume in it, the budget this
+        rank's policy plans in included (a resumed policy must fit it)."""
         cap = self.system.policy.budget.capacity_bytes
-        return None if cap is None else int(cap)
+        return {
+            "version": STATE_VERSION,
+            "system": self.system.name,
+            "n": len(self._outstanding),
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "cache_bytes": None if cap is None else int(cap),
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict`; the next ``iter`` continues where it stopped.
@@ -1081,19 +1084,7 @@ class HotsetLoader:
         state that cannot be restored is a :class:`HotsetError` naming what is
         wrong, and leaves the loader as it was (:mod:`hotset.torch.state`).
         """
-        check_loader_state(
-            state,
-            {
-                "version": STATE_VERSION,
-                "system": self.system.name,
-                "n": len(self._outstanding),
-                "batch_size": self.batch_size,
-                "seed": self.seed,
-                "rank": self.rank,
-                "world_size": self.world_size,
-                "cache_bytes": self._planned_bytes(),
-            },
-        )
+        check_loader_state(state, self._identity())
         try:
             before: dict[str, Any] | None = self.state_dict()
         except HotsetError:
