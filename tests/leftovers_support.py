@@ -24,6 +24,14 @@ from pathlib import Path
 from hotset.data.leftovers import Leftover, scan
 from hotset.data.manifest import Manifest
 
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped (nothing runs under it)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
 #: every wait here gives up after this long (a hang fails the test, it does not stall it)
 WAIT_S = 60.0
 

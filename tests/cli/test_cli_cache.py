@@ -23,6 +23,7 @@ from hotset.cachestore.shm import SharedMemoryCache
 from hotset.cachestore.shm_gc import owner_identity
 from leftovers_support import (
     blocked,
+    dead_pid,
     fifo_sample,
     kill,
     start_loader,
@@ -33,16 +34,10 @@ from leftovers_support import (
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 
 
-def _dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
-
-
 @pytest.fixture
 def shm_dir(tmp_path: Path) -> dict[str, Path]:
     pid, start, ns = owner_identity()
-    dead = _dead_pid()
+    dead = dead_pid()
     files = {
         "alive": tmp_path / f"hotset_{pid}_{start}_{ns}_aaaaaaaaaaaa",
         "dead": tmp_path / f"hotset_{dead}_{start}_{ns}_bbbbbbbbbbbb",

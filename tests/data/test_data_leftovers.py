@@ -8,7 +8,6 @@ Folders hotset did not name are never listed, whatever they hold.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,20 +15,15 @@ import pytest
 
 from hotset.cachestore.shm_gc import owner_identity
 from hotset.data.leftovers import host_label, owned_tempdir, owner_tag, reclaim, scan
+from leftovers_support import dead_pid
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
-
-
-def _dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
 
 
 @pytest.fixture
 def folders(tmp_path: Path) -> dict[str, Path]:
     pid, start, ns = owner_identity()
-    host, dead = host_label(), _dead_pid()
+    host, dead = host_label(), dead_pid()
     other = "otherhost" if host != "otherhost" else "otherhost2"
     pkgs = tmp_path / ".hotset-packages"
     made = {

@@ -24,6 +24,7 @@ import redis
 import hotset
 from hotset.data import SynthConfig, make_synth
 from hotset.errors import HotsetError
+from hotset.torch.dataset import HotsetDataset
 from hotset.torch.loader import HotsetLoader
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux /proc")
@@ -40,7 +41,7 @@ def _holder(loader: HotsetLoader, seconds: float) -> int:
     raise AssertionError("no worker took its write turn")
 
 
-def _lru(data: hotset.HotsetDataset, url: str) -> HotsetLoader:
+def _lru(data: HotsetDataset, url: str) -> HotsetLoader:
     """Puts wait up to 20 s on a paused server: the holder is killed well before."""
     return hotset.loader(
         data,
