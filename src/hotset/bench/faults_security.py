@@ -232,7 +232,7 @@ def _evicting_row(tmp: Path, runs: int) -> dict[str, Any]:
     make_synth(root, SynthConfig(n=1600, image_size=32, classes=4, seed=5))
     files = read_files(root, _manifest_keys(root))
     total = sum(map(len, files))
-    failed = lost = wrong = refused = 0
+    failed = lost = wrong = refused = resyncs = rebuilt = 0
     failures: list[str] = []
     args = ("--maxmemory", "3mb", "--maxmemory-policy", "allkeys-lru")
     for run in range(runs):
@@ -260,6 +260,8 @@ def _evicting_row(tmp: Path, runs: int) -> dict[str, Any]:
                                 seen.add(sid)
                         row = ld.report()[-1]
                         refused += int(row.get("refused_puts", 0))
+                        resyncs += int(row.get("cache_resyncs", 0))
+                        rebuilt += int(row.get("rebuild_reads", 0))
                         lost += len(files) - len(seen) if system == "lru" else 0
             except Exception as exc:
                 failed += 1
@@ -271,6 +273,8 @@ def _evicting_row(tmp: Path, runs: int) -> dict[str, Any]:
         "samples_lost": lost,
         "wrong_samples": wrong,
         "refused_puts": refused,
+        "cache_resyncs": resyncs,
+        "rebuild_reads": rebuilt,
         "detail": f"maxmemory 3mb allkeys-lru, a cache budget of 90% of {total} bytes, lru and "
         "shade alternating, 2 workers, 3 epochs" + (f"; failures: {failures}" if failures else ""),
     }
