@@ -16,8 +16,14 @@ from cachestore_support import item, payload
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hotset.cachestore import CacheKey, CacheStore, content_hash, index_overhead_bytes
-from hotset.cachestore import shm as shm_module
+from hotset.cachestore import (
+    CacheKey,
+    CacheStore,
+    content_hash,
+    index_overhead_bytes,
+    shm_index,
+    shm_layout,
+)
 from hotset.cachestore.shm import SharedMemoryCache
 from hotset.errors import HotsetError, IntegrityError
 
@@ -104,7 +110,7 @@ def test_never_over_budget_and_refusals_change_nothing(
     capacity = 4000
     model: dict[int, bytes] = {}
     with (
-        mock.patch.object(shm_module, "_MAX_FREE_EXTENTS", free_cap),
+        mock.patch.object(shm_layout, "MAX_FREE_EXTENTS", free_cap),
         SharedMemoryCache(capacity, n_slots=16, arena_slack=slack) as cache,
     ):
         for kind, args in operations:
@@ -408,7 +414,7 @@ def test_a_counter_that_moves_during_the_copy_sends_the_read_round_again(
     # up as a changed counter on the second look; the copy is discarded and redone.
     (k0, d0), (k1, d1) = item(0, payload(0, 500)), item(1, payload(1, 700))
     cache.put_many([(k0, d0), (k1, d1)])
-    real = shm_module._U64
+    real = shm_index.U64
     looks: list[int] = []
 
     class MovedOnce:
@@ -417,7 +423,7 @@ def test_a_counter_that_moves_during_the_copy_sends_the_read_round_again(
             looks.append(offset)
             return (seq + 2,) if len(looks) == 1 else (seq,)
 
-    with mock.patch.object(shm_module, "_U64", MovedOnce()):
+    with mock.patch.object(shm_index, "U64", MovedOnce()):
         assert cache.get_many([k0, k1]) == [d0, d1]
     assert len(looks) == 3  # k0 twice (moved, then settled), k1 once
     assert cache.stats().hits == 2

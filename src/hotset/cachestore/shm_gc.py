@@ -48,6 +48,8 @@ import struct
 from dataclasses import dataclass
 from typing import Literal
 
+from hotset.cachestore.shm_layout import H_OWNER_PID, MAGIC
+
 __all__ = [
     "SHM_DIR",
     "SegmentInfo",
@@ -63,9 +65,9 @@ __all__ = [
 
 SHM_DIR = "/dev/shm"
 SEGMENT_PREFIX = "hotset_"
-# Must agree with shm.py's layout: magic in bytes 0-8, owner in u64 words 10-12.
-HEADER_MAGIC = b"HOTSHM01"
-HEADER_OWNER_WORD = 10
+# From the segment's layout: magic in bytes 0-8, owner in u64 words 10-12.
+HEADER_MAGIC = MAGIC
+HEADER_OWNER_WORD = H_OWNER_PID
 _OWNER = struct.Struct("<3Q")
 _NAME_OWNER = re.compile(r"^hotset_(\d{1,10})_(\d{1,20})_(\d{1,20})_[0-9a-f]+$")
 
