@@ -232,3 +232,40 @@ def test_system_mode_draws_its_plot(tmp_path: Path) -> None:
     )
     assert code == 0, out
     assert png.stat().st_size > 10_000  # a real PNG with three panels, not an empty file
+
+
+def _table(out: str) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of the epoch table that starts ``out``."""
+    lines = out.strip().splitlines()
+    header = lines[0].split()
+    rows = [line.split() for line in lines[1:] if line.split()[0].isdigit()]
+    return header, rows
+
+
+def test_system_table_shows_the_default_columns_and_v_every_counter(tmp_path: Path) -> None:
+    from cli_support import run_cli
+    from hotset.data import SynthConfig, make_synth
+
+    data = tmp_path / "ds"
+    make_synth(data, SynthConfig(n=200, image_size=8, classes=3, seed=2), workers=1)
+    saved = tmp_path / "live.json"
+    args = ("simulate", "--system", "lru", "--dataset", str(data), "--cache-frac", "0.3")
+    code, out = run_cli(*args, "--epochs", "2", "--out", str(saved))
+    assert code == 0, out
+    header, rows = _table(out)
+    assert header == [
+        "epoch", "exact_hit_ratio", "substitutions", "storage_requests",
+        "unique_ids_trained", "never_trained", "val_accuracy", "modeled_epoch_seconds",
+    ]  # fmt: skip
+    epochs = json.loads(saved.read_text())["epochs"]
+    # the table's cells are the JSON's numbers, epoch by epoch
+    assert [int(r[header.index("storage_requests")]) for r in rows] == [
+        e["storage_requests"] for e in epochs
+    ]
+    assert "-v: every counter" in out
+    assert out.count("totals:") == 1 and "storage_bytes=" not in out
+    code, verbose = run_cli(*args, "--epochs", "2", "-v")
+    assert code == 0, verbose
+    full_header, full_rows = _table(verbose)
+    assert full_header == list(epochs[0]) and len(full_header) > 2 * len(header)
+    assert len(full_rows) == 2 and "storage_bytes=" in verbose

@@ -71,3 +71,23 @@ def test_sizes_come_from_a_dataset(tmp_path: Path) -> None:
 def test_bad_input_is_one_clear_error(args: list[str], message: str) -> None:
     code, out = run_cli("simulate", *args)
     assert code == 2 and message in out, out
+
+
+def test_the_table_has_eight_columns_and_v_every_counter() -> None:
+    args = ("simulate", "--system", "minio", "--nodes", "2", "--n", "400", "--sample-bytes",
+            "100", "--cache-frac", "0.2", "--epochs", "2", "--batch-size", "16")  # fmt: skip
+    code, out = run_cli(*args)
+    assert code == 0, out
+    header = out.splitlines()[1].split()
+    assert header == [
+        "scope", "epoch", "exact_hit_ratio", "remote_hit_share", "storage_requests",
+        "remote_bytes", "unique_ids_trained", "modeled_epoch_seconds",
+    ]  # fmt: skip
+    assert [line.split()[:2] for line in out.splitlines()[2:]] == [
+        ["private", "1"], ["private", "2"], ["pooled", "1"], ["pooled", "2"],
+    ]  # fmt: skip
+    code, verbose = run_cli(*args, "-v")
+    assert code == 0, verbose
+    full = verbose.splitlines()[1].split()
+    assert full[:2] == ["scope", "epoch"] and set(header) < set(full)
+    assert {"storage_bytes", "exact_hits", "remote_put_bytes"} <= set(full)

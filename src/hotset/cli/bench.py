@@ -45,19 +45,25 @@ def bench() -> None:
 
 
 def finish(suite: str, result: dict[str, Any], root: Path, as_json: bool) -> None:
+    """Write the result file, then print the whole result as JSON (``--json``) or an
+    aligned table of the suite's main columns.
+
+    ``suite`` is the result's name (``--name`` may have changed it); the columns
+    follow the command that ran, so ``--name loader-quiver`` still prints loader's.
+    """
     from hotset.bench.results import write_result
+    from hotset.cli.bench_table import table_lines
 
     path = write_result(suite, result, root=root)
     if as_json:
         click.echo(json.dumps(result))
-    else:
-        for row in result.get("table", []):
-            click.echo(
-                "  ".join(
-                    f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
-                )
-            )
-        click.echo(f"wrote {path}")
+        return
+    ctx = click.get_current_context(silent=True)
+    command = ctx.command.name if ctx is not None and ctx.command.name else suite
+    for line in table_lines(command, result.get("table", [])):
+        click.echo(line)
+    readme = path.parent.parent / "README.md"
+    click.echo(f"wrote {path} (every column: --json, or {readme})")
 
 
 def _check_name(_ctx: click.Context, _param: click.Parameter, value: str) -> str:

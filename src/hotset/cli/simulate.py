@@ -20,60 +20,45 @@ from typing import Any
 
 import click
 
+from hotset.cli.simulate_common import (
+    cell,
+    echo_records,
+    echo_rows,
+    emit_json,
+    floats,
+    ints,
+    parse_option_value,
+    parse_options,
+    split_list,
+)
 from hotset.errors import HotsetError
+
+# the helpers moved to simulate_common; these names stay importable from here
+__all__ = ["cell", "echo_rows", "emit_json", "parse_option_value", "parse_options", "simulate"]
 
 _SYSTEM_DEFAULT_EPOCHS = 15
 _SAMPLER_DEFAULT_EPOCHS = 1
 
-
-def _floats(value: str | None, name: str) -> list[float] | None:
-    if value is None:
-        return None
-    try:
-        return [float(v) for v in _split(value, name)]
-    except ValueError:
-        raise click.BadParameter(f"expected numbers, got {value!r}", param_hint=name) from None
-
-
-def _ints(value: str | None, name: str) -> list[int] | None:
-    if value is None:
-        return None
-    try:
-        return [int(v) for v in _split(value, name)]
-    except ValueError:
-        raise click.BadParameter(f"expected integers, got {value!r}", param_hint=name) from None
-
-
-def _split(value: str, name: str) -> list[str]:
-    parts = [p.strip() for p in value.split(",")]
-    if not all(parts):
-        raise click.BadParameter(f"empty item in {value!r}", param_hint=name)
-    return parts
-
-
-def parse_option_value(text: str) -> bool | int | float | str:
-    """``--option`` values: booleans, then ints, then floats, else the string itself."""
-    lowered = text.strip().lower()
-    if lowered in {"true", "yes", "on"}:
-        return True
-    if lowered in {"false", "no", "off"}:
-        return False
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--option")
-        options[key.strip().replace("-", "_")] = parse_option_value(value)
-    return options
+#: the per-epoch columns of the live mode's default table; ``-v`` prints every counter
+#: (about 22), ``--json`` the whole result. The keys are documented in docs/report.md.
+LIVE_COLUMNS = (
+    "epoch",
+    "exact_hit_ratio",
+    "substitutions",
+    "storage_requests",
+    "unique_ids_trained",
+    "never_trained",
+    "val_accuracy",
+    "modeled_epoch_seconds",
+)
+#: the totals the default table ends with
+LIVE_TOTALS = (
+    "exact_hit_ratio",
+    "exact_hit_ratio_after_first",
+    "storage_requests",
+    "modeled_epoch_seconds",
+    "final_val_accuracy",
+)
 
 
 @click.command(name="simulate")
@@ -93,7 +78,12 @@ def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
     type=click.Path(path_type=Path),
     help="PNG: hit ratio vs cache size (sweeps), or per-epoch hits, reads and accuracy (--system).",
 )
-@click.option("--verbose", "-v", is_flag=True, help="Add capacities and per-epoch counts.")
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="Every column: capacities and per-epoch counts (replay), every counter (--system).",
+)
 @click.option("--dataset", type=click.Path(path_type=Path), help="Dataset directory (--system).")
 @click.option(
     "--model",
@@ -187,7 +177,9 @@ def simulate(
         )
     if nodes is not None:
         assert system is not None  # checked before the modes
-        _run_nodes(
+        from hotset.cli.simulate_nodes import run_nodes_from_options
+
+        run_nodes_from_options(
             system=system,
             nodes=nodes,
             scope=scope,
@@ -213,6 +205,7 @@ def simulate(
             progress=progress,
             out=out,
             as_json=as_json,
+            verbose=verbose,
         )
         return
     if sample_bytes is not None:
@@ -239,13 +232,48 @@ def simulate(
             out=out,
             as_json=as_json,
             plot=plot,
+            verbose=verbose,
         )
         return
+    _run_replay(
+        trace_path=trace_path,
+        sampler=sampler,
+        policy=policy,
+        cache_frac=cache_frac,
+        cache_items=cache_items,
+        sizes_path=sizes_path,
+        n=n,
+        epochs=epochs,
+        seed=seed,
+        write_trace=write_trace,
+        plot=plot,
+        verbose=verbose,
+        as_json=as_json,
+    )
+
+
+def _run_replay(
+    *,
+    trace_path: Path | None,
+    sampler: str | None,
+    policy: str | None,
+    cache_frac: str | None,
+    cache_items: str | None,
+    sizes_path: Path | None,
+    n: int | None,
+    epochs: int | None,
+    seed: int,
+    write_trace: Path | None,
+    plot: Path | None,
+    verbose: bool,
+    as_json: bool,
+) -> None:
+    """The trace and sampler modes: policies replayed over recorded or generated orders."""
     if policy is None:
         raise click.UsageError("--policy is required with --trace or --sampler")
-    policies = _split(policy, "--policy")
-    fracs = _floats(cache_frac, "--cache-frac")
-    items = _ints(cache_items, "--cache-items")
+    policies = split_list(policy, "--policy")
+    fracs = floats(cache_frac, "--cache-frac")
+    items = ints(cache_items, "--cache-items")
     if (fracs is None) == (items is None):
         raise click.UsageError("give exactly one of --cache-items or --cache-frac")
 
@@ -322,65 +350,6 @@ def _print_table(results: list[dict[str, Any]], key: str) -> None:
     echo_rows(header, rows)
 
 
-def echo_rows(header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    click.echo("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
-    for row in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-
-
-def emit_json(text: str, *, out: Path | None, as_json: bool) -> bool:
-    """Write the JSON to ``out`` if given; print it (and say so) with ``--json``."""
-    if out is not None:
-        try:
-            out.write_text(text + "\n")
-        except OSError as exc:
-            raise HotsetError(f"cannot write {out}: {exc.strerror or exc}") from exc
-    if as_json:
-        click.echo(text)
-    return as_json
-
-
-def cell(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def _run_nodes(
-    *,
-    nodes: int,
-    scope: str,
-    dataset: Path | None,
-    sizes_path: Path | None,
-    n: int | None,
-    sample_bytes: int | None,
-    cache_frac: str | None,
-    policy: str | None,
-    cache_items: str | None,
-    **rest: Any,
-) -> None:
-    """Check what only the node model takes, then run it (hotset.cli.simulate_nodes)."""
-    from hotset.cli.simulate_nodes import node_sizes, run_nodes_cli
-
-    if policy is not None or cache_items is not None:
-        raise click.UsageError("--nodes takes --cache-frac; its policy comes with the system")
-    fracs = _floats(cache_frac, "--cache-frac") or []
-    if len(fracs) != 1:
-        raise click.UsageError("--nodes needs a single --cache-frac value (per node)")
-    sizes, layout = node_sizes(
-        dataset=dataset, sizes_path=sizes_path, n=n, sample_bytes=sample_bytes
-    )
-    run_nodes_cli(
-        nodes=nodes,
-        scopes=_split(scope, "--scope"),
-        sizes=sizes,
-        layout=layout,
-        cache_frac=fracs[0],
-        **rest,
-    )
-
-
 def _run_system(
     *,
     system: str,
@@ -403,6 +372,7 @@ def _run_system(
     out: Path | None,
     as_json: bool,
     plot: Path | None = None,
+    verbose: bool = False,
 ) -> None:
     """Forward to the live driver; its result is printed as JSON or as an epoch table
     (and drawn per epoch with ``--plot``)."""
@@ -412,7 +382,7 @@ def _run_system(
         raise click.UsageError("--system takes --cache-frac; its policy comes with the system")
     if cache_frac is None:
         raise click.UsageError("--system needs --cache-frac F")
-    fracs = _floats(cache_frac, "--cache-frac") or []
+    fracs = floats(cache_frac, "--cache-frac") or []
     if len(fracs) != 1:
         raise click.UsageError("--system takes a single --cache-frac value")
     from hotset.sim.live import run_live
@@ -442,10 +412,16 @@ def _run_system(
         click.echo(f"wrote {plot}", err=True)
     if emit_json(text, out=out, as_json=as_json):
         return
-    epochs_rows = list(result.get("epochs", []))
-    if epochs_rows:
-        header = list(epochs_rows[0].keys())
-        echo_rows(header, [[cell(row.get(h, "")) for h in header] for row in epochs_rows])
+    _print_live(result, verbose=verbose)
+
+
+def _print_live(result: dict[str, Any], *, verbose: bool) -> None:
+    """The live result as an epoch table and a totals line: the default columns, or every
+    counter with ``verbose`` (the keys: docs/report.md)."""
+    echo_records(list(result.get("epochs", [])), None if verbose else LIVE_COLUMNS)
     totals = result.get("totals", {})
-    if totals:
-        click.echo("totals: " + "  ".join(f"{k}={cell(v)}" for k, v in totals.items()))
+    shown = totals if verbose else {k: totals[k] for k in LIVE_TOTALS if k in totals}
+    if shown:
+        click.echo("totals: " + "  ".join(f"{k}={cell(v)}" for k, v in shown.items()))
+    if not verbose:
+        click.echo("(-v: every counter; --json: the whole result)")

@@ -15,22 +15,54 @@ from typing import Any
 import click
 import numpy as np
 
+from hotset.cli.simulate_common import echo_records, emit_json, floats, split_list
 from hotset.errors import HotsetError
 
-#: the per-epoch columns printed as a table (the JSON has every field)
-_COLUMNS = (
+#: the per-epoch columns of the default table (``-v`` prints every field of an epoch,
+#: ``--json`` the whole result)
+COLUMNS = (
     "scope",
     "epoch",
     "exact_hit_ratio",
     "remote_hit_share",
-    "substitutions",
     "storage_requests",
-    "storage_bytes",
     "remote_bytes",
     "unique_ids_trained",
-    "never_trained",
     "modeled_epoch_seconds",
 )
+
+
+def run_nodes_from_options(
+    *,
+    nodes: int,
+    scope: str,
+    dataset: Path | None,
+    sizes_path: Path | None,
+    n: int | None,
+    sample_bytes: int | None,
+    cache_frac: str | None,
+    policy: str | None,
+    cache_items: str | None,
+    **rest: Any,
+) -> None:
+    """Check what only the node model takes (from ``hotset simulate``'s raw options),
+    then run it."""
+    if policy is not None or cache_items is not None:
+        raise click.UsageError("--nodes takes --cache-frac; its policy comes with the system")
+    fracs = floats(cache_frac, "--cache-frac") or []
+    if len(fracs) != 1:
+        raise click.UsageError("--nodes needs a single --cache-frac value (per node)")
+    sizes, layout = node_sizes(
+        dataset=dataset, sizes_path=sizes_path, n=n, sample_bytes=sample_bytes
+    )
+    run_nodes_cli(
+        nodes=nodes,
+        scopes=split_list(scope, "--scope"),
+        sizes=sizes,
+        layout=layout,
+        cache_frac=fracs[0],
+        **rest,
+    )
 
 
 def node_sizes(
@@ -84,9 +116,10 @@ def run_nodes_cli(
     progress: bool,
     out: Path | None,
     as_json: bool,
+    verbose: bool = False,
 ) -> None:
-    """One result per scope; a table of their epochs, or the JSON list."""
-    from hotset.cli.simulate import cell, echo_rows, emit_json
+    """One result per scope; a table of their epochs (the default columns, or every
+    field with ``verbose``), or the JSON list."""
     from hotset.sim.nodes import Costs, run_nodes
 
     cost_model = Costs(**costs)
@@ -113,9 +146,5 @@ def run_nodes_cli(
         f"{system} on {nodes} node(s), a cache of {cache_frac:g} of the {int(np.sum(sizes)):,} "
         "data set bytes per node (simulated; see 'model' in --json for what it leaves out)"
     )
-    rows = [
-        [cell({**row, "scope": result["scope"]}[c]) for c in _COLUMNS]
-        for result in results
-        for row in result["epochs"]
-    ]
-    echo_rows(list(_COLUMNS), rows)
+    records = [{"scope": result["scope"], **row} for result in results for row in result["epochs"]]
+    echo_records(records, None if verbose else COLUMNS)
