@@ -44,7 +44,9 @@ def belady_hits(trace: np.ndarray, sizes: np.ndarray, capacity: int) -> np.ndarr
     policy. (Farthest-next-use applied to bytes directly is only a heuristic for
     variable sizes, and a real policy can beat it.)
     """
-    from hotset.policies import Budget, Outcome, make_policy
+    from hotset.engine.budget import Budget
+    from hotset.engine.outcome import Outcome
+    from hotset.policies import make_policy
 
     ordered = np.sort(np.asarray(sizes, dtype=np.int64))
     k = int(np.searchsorted(np.cumsum(ordered), capacity, side="right"))

@@ -57,12 +57,13 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.data.package_writer import PackageWriter
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.counters import COUNTER_KEYS, Coverage, EpochCounts
 from hotset.engine.plan import BatchPlan
 from hotset.engine.planner import Planner
 from hotset.engine.units import SubsetLayout, UnitLayout
 from hotset.errors import HotsetError, IntegrityError
-from hotset.policies.base import Budget, IntArray
 from hotset.samplers.base import EpochContext
 from hotset.sim.identification import top_precision
 from hotset.systems.base import System
