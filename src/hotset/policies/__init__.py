@@ -1,4 +1,4 @@
-"""Cache policies: pure, deterministic decisions (see :mod:`hotset.policies.base`)."""
+"""Cache policies: pure, deterministic decisions (the contract: :mod:`hotset.engine.policy`)."""
 
 from hotset.engine.budget import Budget
 from hotset.engine.outcome import Decision, Outcome
