@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hotset
 from cli_support import run_cli
 from hotset.data import SynthConfig, make_synth
 from hotset.data.manifest import Manifest
 from hotset.data.split import split_dataset, subset_dataset
+from hotset.data.stratify import stratified_split
 from hotset.errors import HotsetError
 
 
@@ -87,3 +92,32 @@ def test_cli_split_and_subset(source: Path, tmp_path: Path) -> None:
     )
     assert code == 2 and "--seed must be an integer >= 0, got -1" in out
     assert not (tmp_path / "z").exists()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    labels=st.lists(st.integers(min_value=0, max_value=4), min_size=1, max_size=200),
+    val_frac=st.floats(min_value=0.0, max_value=0.49),
+    seed=st.integers(min_value=0, max_value=2**31),
+)
+def test_stratified_split_partitions_per_class(
+    labels: list[int], val_frac: float, seed: int
+) -> None:
+    arr = np.asarray(labels, dtype=np.int64)
+    train, val = stratified_split(arr, val_frac=val_frac, seed=seed)
+    assert np.array_equal(np.sort(np.concatenate([train, val])), np.arange(len(arr)))
+    assert np.array_equal(train, np.sort(train)) and np.array_equal(val, np.sort(val))
+    for label in set(labels):
+        count = labels.count(label)
+        in_val = int((arr[val] == label).sum())
+        assert in_val == math.floor(val_frac * count + 0.5)
+        assert count - in_val >= 1
+    again = stratified_split(arr, val_frac=val_frac, seed=seed)
+    assert np.array_equal(again[1], val)
+
+
+def test_the_simulator_holds_out_with_the_data_layers_rule() -> None:
+    """One rule, one place: the simulator's name is the data layer's function."""
+    from hotset.sim import live
+
+    assert live.stratified_split is stratified_split

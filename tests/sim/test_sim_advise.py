@@ -65,9 +65,9 @@ def test_belady_bounds_every_system_at_every_size(result: dict[str, Any]) -> Non
 
 
 def test_coverage_reads_and_bytes_are_reported(result: dict[str, Any], dataset: Path) -> None:
-    from hotset.bench.hitratio import _train_sizes
+    from hotset.sim.cell import train_sizes
 
-    n_train = len(_train_sizes(dataset, 0, 0.1))  # the validation split is held out
+    n_train = len(train_sizes(dataset, 0, 0.1))  # the validation split is held out
     assert 250 < n_train < 300
     train_bytes = result["train_bytes"]
     for r in result["table"]:

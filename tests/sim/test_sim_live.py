@@ -11,8 +11,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from hotset.data.manifest import Manifest
 from hotset.data.synth import SynthConfig, make_synth
@@ -299,28 +297,6 @@ def test_bad_arguments_name_the_culprit(dataset: Path, change: dict[str, Any], m
     args.update(change)
     with pytest.raises(HotsetError, match=match):
         run_live(**args)
-
-
-@settings(max_examples=40, deadline=None)
-@given(
-    labels=st.lists(st.integers(min_value=0, max_value=4), min_size=1, max_size=200),
-    val_frac=st.floats(min_value=0.0, max_value=0.49),
-    seed=st.integers(min_value=0, max_value=2**31),
-)
-def test_stratified_split_partitions_per_class(
-    labels: list[int], val_frac: float, seed: int
-) -> None:
-    arr = np.asarray(labels, dtype=np.int64)
-    train, val = stratified_split(arr, val_frac=val_frac, seed=seed)
-    assert np.array_equal(np.sort(np.concatenate([train, val])), np.arange(len(arr)))
-    assert np.array_equal(train, np.sort(train)) and np.array_equal(val, np.sort(val))
-    for label in set(labels):
-        count = labels.count(label)
-        in_val = int((arr[val] == label).sum())
-        assert in_val == math.floor(val_frac * count + 0.5)
-        assert count - in_val >= 1
-    again = stratified_split(arr, val_frac=val_frac, seed=seed)
-    assert np.array_equal(again[1], val)
 
 
 @pytest.mark.parametrize("system", ["lru", "minio", "pytorch"])

@@ -1,15 +1,8 @@
 """``hotset bench hitratio``: what each system's cache serves, against Belady's MIN.
 
-For every workload × system × cache fraction, the live-training simulator runs
-the system (virtual-clock store; real decisions, real reads). Systems whose
-decisions cannot depend on training (no scorer, unweighted: the baselines) run
-without the model, which a test holds to the trained run's decisions exactly;
-importance-driven systems train a real model, because their order is made from
-its losses. Each run's own request sequence is then replayed through Belady's MIN
-with the same budget: a bound on the exact hits *that sequence* allowed over the
-whole run (see :func:`belady_hits` for why it counts items, not bytes). The bound
-holds for the whole sequence, not for a part of it: MIN may give up hits in one
-epoch for more in another, so it is compared with the run's whole-run ratio.
+For every workload × system × cache fraction, one cell
+(:func:`hotset.sim.cell.run_one`: a live-training run and Belady's bound on its
+own request sequence); this module sweeps the cells, tabulates and plots them.
 """
 
 from __future__ import annotations
@@ -19,134 +12,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from hotset.bench.workloads import needs_chunks, workload_dir
-from hotset.engine.counters import COUNTER_KEYS, COVERAGE_KEYS
+from hotset.sim.cell import belady_hits, needs_training, run_one
+
+# the cell's parts, re-exported: they were defined here before hotset.sim.cell
+__all__ = [
+    "DEFAULT_FRACS",
+    "DEFAULT_SYSTEMS",
+    "belady_hits",
+    "needs_training",
+    "plot",
+    "run",
+    "run_one",
+]
 
 DEFAULT_SYSTEMS = ("pytorch", "fifo", "lru", "lfu", "minio", "sh_lru", "shade", "emul_quiv")
 DEFAULT_FRACS = (0.1, 0.2, 0.4, 0.6, 0.8)
-
-
-def needs_training(system: str) -> bool:
-    """Whether ``system``'s decisions depend on training losses (options ignored)."""
-    from hotset.systems.registry import capabilities_of, parse_system
-
-    return capabilities_of(parse_system(system)[0]).learns
-
-
-def belady_hits(trace: np.ndarray, sizes: np.ndarray, capacity: int) -> np.ndarray:
-    """Exact hit (bool) per access of ``trace`` under a provable Belady bound.
-
-    No cache within ``capacity`` bytes ever holds more than ``k`` items, ``k`` the
-    count of the smallest sizes that fit together; Belady's MIN (with bypass) is
-    optimal for a cache of ``k`` items, so its hits bound every byte-feasible
-    policy. (Farthest-next-use applied to bytes directly is only a heuristic for
-    variable sizes, and a real policy can beat it.)
-    """
-    from hotset.policies import Budget, Outcome, make_policy
-
-    ordered = np.sort(np.asarray(sizes, dtype=np.int64))
-    k = int(np.searchsorted(np.cumsum(ordered), capacity, side="right"))
-    policy = make_policy("belady", Budget(capacity_items=k))
-    policy.set_future(trace)
-    return policy.replay(trace) == int(Outcome.HIT)
-
-
-def _train_sizes(dataset: Path, seed: int, val_frac: float) -> np.ndarray:
-    """Byte sizes of the training ids, as the simulator numbers them."""
-    from hotset.data import Manifest
-    from hotset.sim.live import stratified_split
-
-    manifest = Manifest.load(dataset)
-    train_rows, _ = stratified_split(np.asarray(manifest.labels), val_frac=val_frac, seed=seed)
-    return np.asarray(manifest.sizes, dtype=np.int64)[train_rows]
-
-
-def run_one(
-    system: str,
-    dataset: Path,
-    *,
-    cache_frac: float,
-    epochs: int,
-    seed: int,
-    workload: str,
-    latency_ms: float = 2.0,
-    bandwidth_mb_s: float = 100.0,
-) -> dict[str, Any]:
-    """One (workload, system, fraction) cell: its counts and its Belady bound.
-
-    ``system`` may carry options (``shade[coverage_floor=0.05]``).
-    """
-    from hotset.sim.live import run_live
-    from hotset.systems.registry import parse_system
-
-    name, options = parse_system(system)
-    trained = needs_training(name)
-    result = run_live(
-        system=name,
-        options=options or None,
-        dataset=str(dataset),
-        cache_frac=cache_frac,
-        epochs=epochs,
-        seed=seed,
-        train=trained,
-        record_accesses=True,
-        latency_ms=latency_ms,
-        bandwidth_mb_s=bandwidth_mb_s,
-    )
-    accesses = result.pop("accesses")
-    trace = np.concatenate([np.asarray(a, dtype=np.int64) for a in accesses])
-    sizes = _train_sizes(dataset, seed, result["config"]["val_frac"])
-    bound = belady_hits(trace, sizes, result["capacity_bytes"])
-    rows = result["epochs"]
-    later = rows[1:] or rows
-    requests_later = sum(r["requests"] for r in later)
-    # epochs that read a selection (IIS, ImPACT after its warm-up): fewer requests than ids
-    selective = [r for r in later if r["requests"] < result["n_train"]]
-
-    def per_epoch(key: str) -> float:
-        return round(sum(r[key] for r in later) / len(later), 1)
-
-    def service(epochs: list[dict[str, Any]]) -> float | None:
-        asked = sum(r["requests"] for r in epochs)
-        served = sum(r["exact_hits"] + r["substitutions"] for r in epochs)
-        return round(served / asked, 4) if asked else None
-
-    return {
-        "workload": workload,
-        "system": system,
-        "cache_frac": cache_frac,
-        "trained": trained,
-        "exact_hit_ratio": round(sum(r["exact_hits"] for r in later) / requests_later, 4),
-        "substitution_ratio": round(sum(r["substitutions"] for r in later) / requests_later, 4),
-        "reads_epoch1": rows[0]["storage_reads"],
-        "reads_per_epoch_after_first": round(
-            sum(r["storage_reads"] for r in later) / len(later), 1
-        ),
-        "service_ratio": service(later),
-        "service_ratio_selective": service(selective),
-        "selective_epochs": len(selective),
-        "unit_reads_per_epoch_after_first": per_epoch("unit_reads"),
-        "pack_reads_per_epoch_after_first": per_epoch("pack_reads"),
-        "pack_bytes_per_epoch_after_first": per_epoch("pack_bytes"),
-        "policy": result["policy"],
-        "prefetched_ratio": round(sum(r["prefetched"] for r in later) / requests_later, 4),
-        "storage_requests_per_epoch_after_first": round(
-            sum(r["storage_requests"] for r in later) / len(later), 1
-        ),
-        "unique_ids_trained_after_first": round(
-            sum(r["unique_ids_trained"] for r in later) / len(later), 1
-        ),
-        "never_trained_at_end": rows[-1]["never_trained"],
-        "modeled_epoch_seconds_after_first": round(
-            sum(r["modeled_epoch_seconds"] for r in later) / len(later), 4
-        ),
-        "exact_hit_ratio_all": round(sum(r["exact_hits"] for r in rows) / len(trace), 4),
-        "belady_hit_ratio_all": round(float(bound.mean()), 4),
-        "final_val_accuracy": result["totals"]["final_val_accuracy"],
-        "per_epoch": [{k: r[k] for k in (*COUNTER_KEYS, *COVERAGE_KEYS)} for r in rows],
-    }
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:

@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from hotset.engine.budget import Budget
+from hotset.engine.outcome import Outcome
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget, Outcome
 from hotset.policies.registry import make_policy, policy_class
 
 #: the policies measured by default (every classic one)

@@ -90,6 +90,7 @@ import numpy.typing as npt
 import xxhash
 
 from hotset.data.manifest import Manifest, content_hash, decode_text
+from hotset.data.opener import dataset_root, open_dataset
 from hotset.errors import HotsetError, IntegrityError
 from hotset.fsutil import atomic_write
 from hotset.storage.base import Store, check_key
@@ -744,7 +745,6 @@ def pack_dataset(
     """
     chunk_size = check_chunk_size(chunk_size)
     seed = check_shuffle_seed(shuffle_seed)
-    from hotset.data import dataset_root, open_dataset
 
     text = os.fspath(dataset_dir)
     if _is_url(text):

@@ -10,7 +10,7 @@ given; keys, sizes, labels and hashes carry over, so the content identity of a
 sample (its hash) is unchanged and caches keyed by content still match.
 
 The validation split is stratified by label with the simulator's own rule
-(:func:`hotset.sim.live.stratified_split`), so ``hotset data split`` holds out
+(:func:`hotset.data.stratify.stratified_split`), so ``hotset data split`` holds out
 exactly what a simulation at the same seed holds out.
 """
 
@@ -26,6 +26,7 @@ import numpy as np
 
 from hotset.data.ids import subset_ids
 from hotset.data.manifest import Manifest
+from hotset.data.stratify import stratified_split
 from hotset.data.writer import DatasetDir
 from hotset.errors import HotsetError
 
@@ -95,8 +96,6 @@ def split_dataset(
     progress: bool = False,
 ) -> tuple[Manifest, Manifest]:
     """``out/train`` and ``out/val``: a stratified hold-out of ``val`` of each class."""
-    from hotset.sim.live import stratified_split
-
     check_split_args(val, seed)
     manifest = Manifest.load(Path(source))
     train_ids, val_ids = stratified_split(np.asarray(manifest.labels), val_frac=val, seed=seed)

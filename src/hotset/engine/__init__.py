@@ -2,34 +2,46 @@
 
 The trace simulator, the live-training simulator and the real loader all drive
 :class:`~hotset.engine.planner.Planner`; see that module for feedback lag,
-read units, prefetch staging and cache writes. Names are imported lazily
-because the policy core imports :mod:`hotset.engine.capabilities` while the
-planner imports the policy core.
+read units, prefetch staging and cache writes.
+
+The engine owns the contract it drives -- :class:`Policy`, :class:`Budget`,
+:class:`Decision`, :class:`Outcome`, :class:`Capabilities` and the
+:class:`System` protocol -- and imports neither :mod:`hotset.policies` nor
+:mod:`hotset.systems` (``tests/test_structure.py`` checks it), so the layers
+read bottom-up: engine, then the policies and systems built on it.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
+from hotset.engine.capabilities import Capabilities
+from hotset.engine.counters import COUNTER_KEYS, COVERAGE_KEYS, Coverage, EpochCounts
+from hotset.engine.feedback import Feedback
+from hotset.engine.outcome import N_OUTCOMES, Decision, Outcome
+from hotset.engine.plan import BatchPlan, EpochLog
+from hotset.engine.planner import Planner
+from hotset.engine.policy import EvictionGroups, Policy
+from hotset.engine.system import System
+from hotset.engine.units import UnitLayout
 
-_EXPORTS = {
-    "Capabilities": "hotset.engine.capabilities",
-    "BatchPlan": "hotset.engine.plan",
-    "EpochLog": "hotset.engine.plan",
-    "Planner": "hotset.engine.planner",
-    "Feedback": "hotset.engine.feedback",
-    "EpochCounts": "hotset.engine.counters",
-    "Coverage": "hotset.engine.counters",
-    "COUNTER_KEYS": "hotset.engine.counters",
-    "COVERAGE_KEYS": "hotset.engine.counters",
-    "UnitLayout": "hotset.engine.units",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'hotset.engine' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__all__ = [
+    "COUNTER_KEYS",
+    "COVERAGE_KEYS",
+    "N_OUTCOMES",
+    "BatchPlan",
+    "Budget",
+    "Capabilities",
+    "Coverage",
+    "Decision",
+    "EpochCounts",
+    "EpochLog",
+    "EvictionGroups",
+    "Feedback",
+    "IntArray",
+    "Outcome",
+    "Planner",
+    "Policy",
+    "System",
+    "UnitLayout",
+]

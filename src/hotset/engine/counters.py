@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.outcome import Outcome
 from hotset.engine.plan import BatchPlan
-from hotset.policies.base import IntArray, Outcome
 
 #: the per-epoch counters, in the order every JSON row and table shows them
 COUNTER_KEYS = (

@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.outcome import Outcome
+from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
-from hotset.policies.base import IntArray, Outcome, Policy
 
 _HIT, _SUB, _MISS, _PRE = (int(o) for o in Outcome)
 

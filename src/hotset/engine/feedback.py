@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from hotset.policies.base import IntArray
-from hotset.systems.base import System
+from hotset.engine.arrays import IntArray
+from hotset.engine.system import System
 
 FloatArray = npt.NDArray[np.float64]
 

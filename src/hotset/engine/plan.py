@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from hotset.policies.base import N_OUTCOMES, IntArray, Outcome
+from hotset.engine.arrays import IntArray
+from hotset.engine.outcome import N_OUTCOMES, Outcome
 
 FloatArray = npt.NDArray[np.float64]
 _EMPTY_EVICTIONS: dict[int, tuple[int, ...]] = {}

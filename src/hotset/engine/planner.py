@@ -48,14 +48,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
 from hotset.engine.counters import EpochCounts
 from hotset.engine.decide import Decided, gather, gather_uniform
 from hotset.engine.feedback import Feedback, FeedbackQueue
+from hotset.engine.outcome import N_OUTCOMES, Outcome
 from hotset.engine.plan import BatchPlan, EpochLog
 from hotset.engine.staging import UnitStaging
+from hotset.engine.system import System
 from hotset.errors import HotsetError
-from hotset.policies.base import N_OUTCOMES, IntArray, Outcome
-from hotset.systems.base import System
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.outcome import Outcome
+from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
-from hotset.policies.base import IntArray, Outcome, Policy
 
 _PRE = int(Outcome.PREFETCHED)
 _EMPTY = np.zeros(0, dtype=np.int64)

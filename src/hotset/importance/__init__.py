@@ -4,7 +4,7 @@ Nothing here imports torch at import time: the loss decomposition and the
 cross-rank gather import it when called.
 """
 
-from hotset.importance.aggregate import all_gather_arrays, all_gather_updates
+from hotset.importance.aggregate import all_gather_arrays
 from hotset.importance.scorers import (
     BatchLossScorer,
     LogRankScorer,
@@ -25,6 +25,5 @@ __all__ = [
     "PercentileScorer",
     "Scorer",
     "all_gather_arrays",
-    "all_gather_updates",
     "per_sample_cross_entropy",
 ]

@@ -1,4 +1,4 @@
-"""Share one step's (id, loss) pairs across data-parallel ranks.
+"""Share one step's (id, loss) pairs across data-parallel ranks, as parallel arrays.
 
 Every rank applies the same updates in the same order -- rank 0's pairs, then
 rank 1's, and so on -- so every rank's :class:`ImportanceTable` goes through the
@@ -18,13 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from hotset.errors import HotsetError
-from hotset.importance.table import _to_numpy, as_ids
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
+from hotset.importance.table import _to_numpy
 
 
 def all_gather_arrays(*arrays: Any, group: Any = None) -> tuple[np.ndarray, ...]:
@@ -77,13 +73,3 @@ def all_gather_arrays(*arrays: Any, group: Any = None) -> tuple[np.ndarray, ...]
             )
         )
     return tuple(out)
-
-
-def all_gather_updates(ids: Any, losses: Any, *, group: Any = None) -> tuple[IntArray, FloatArray]:
-    """Every rank's (id, loss) pairs of one step, rank-major, identical on every rank."""
-    ids_arr = as_ids(ids)
-    loss_arr = _to_numpy(losses)
-    if loss_arr.ndim != 1 or len(loss_arr) != len(ids_arr):
-        raise HotsetError(f"all_gather_updates: got {loss_arr.size} losses for {len(ids_arr)} ids")
-    all_ids, all_losses = all_gather_arrays(ids_arr, loss_arr.astype(np.float64), group=group)
-    return all_ids.astype(np.int64, copy=False), all_losses.astype(np.float64, copy=False)

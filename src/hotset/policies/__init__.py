@@ -1,6 +1,8 @@
-"""Cache policies: pure, deterministic decisions (see :mod:`hotset.policies.base`)."""
+"""Cache policies: pure, deterministic decisions (the contract: :mod:`hotset.engine.policy`)."""
 
-from hotset.policies.base import Budget, Decision, Outcome, Policy
+from hotset.engine.budget import Budget
+from hotset.engine.outcome import Decision, Outcome
+from hotset.engine.policy import Policy
 from hotset.policies.registry import make_policy, policy_class, policy_names, register_policy
 
 __all__ = [

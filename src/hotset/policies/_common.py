@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
+from hotset.engine.outcome import Outcome
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget, IntArray, Outcome
 
 #: stands for "no limit" in the integer comparisons of the fast loops
 UNBOUNDED = sys.maxsize

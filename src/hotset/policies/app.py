@@ -49,9 +49,12 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
+from hotset.engine.outcome import Decision, Outcome
+from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
 from hotset.importance.table import DEFAULT_SCORE
-from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
 
 Key = tuple[float, int]
 

@@ -35,7 +35,11 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
+from hotset.engine.outcome import Decision, Outcome
+from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
 from hotset.policies._common import (
     budget_limits,
@@ -45,7 +49,6 @@ from hotset.policies._common import (
     outcomes,
     size_list,
 )
-from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
 
 _MISS = int(Outcome.MISS)
 

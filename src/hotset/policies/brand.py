@@ -35,10 +35,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
+from hotset.engine.outcome import Decision, Outcome
+from hotset.engine.policy import Policy
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget, Decision, Outcome, Policy
 
 
 class Brand(Policy):

@@ -34,9 +34,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
+from hotset.engine.outcome import Decision, Outcome
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget, Decision, IntArray, Outcome
 from hotset.policies.brand import Brand
 
 #: per-rank counters of its own requests, in state order

@@ -54,10 +54,13 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
+from hotset.engine.outcome import Decision, Outcome
+from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
 from hotset.policies.app import check_sid
-from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
 from hotset.policies.shade_variants import IndexedSet
 
 #: the authors' constants (DESIGN.md "Faithful details")

@@ -38,11 +38,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
+from hotset.engine.outcome import Decision, Outcome
 from hotset.engine.packages import PACKAGE_BYTES, Background, Load
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget, Decision, IntArray, Outcome
 from hotset.policies.icache import H_SHARE, H_START, ICache
 from hotset.policies.icache_packing import Packer
 

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from hotset.engine.arrays import IntArray
 from hotset.engine.packages import PackageSet
 from hotset.errors import HotsetError
-from hotset.policies.base import IntArray
 
 PACKAGINGS = ("dynamic", "static")
 

@@ -27,12 +27,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
+from hotset.engine.outcome import Decision, Outcome
 from hotset.engine.packages import PACKAGE_BYTES, Background, Load
 from hotset.errors import HotsetError
 from hotset.importance.rank_variance import MAX_WARM_UP, OVERLAP, S_SHARE, RankTracker
 from hotset.policies.app import check_sid
-from hotset.policies.base import Budget, Decision, IntArray, Outcome
 from hotset.policies.icache import H_SHARE, H_START
 from hotset.policies.icache_packed import PackedICache
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from hotset.engine.outcome import Decision, Outcome
 from hotset.policies._common import check_id
-from hotset.policies.base import Decision, Outcome
 from hotset.policies.fifo import QueueCache
 
 _HIT, _MISS = Outcome.HIT, Outcome.MISS

@@ -23,6 +23,10 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
+from hotset.engine.outcome import Decision, Outcome
+from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
 from hotset.policies._common import (
     budget_limits,
@@ -32,7 +36,6 @@ from hotset.policies._common import (
     outcomes,
     size_list,
 )
-from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
 
 _MISS = int(Outcome.MISS)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

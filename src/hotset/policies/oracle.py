@@ -14,9 +14,12 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
+from hotset.engine.outcome import Decision, Outcome
+from hotset.engine.policy import Policy
 from hotset.policies._common import check_id, check_state_name, size_list, validate_trace
-from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
 
 
 class Oracle(Policy):

@@ -42,11 +42,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
+from hotset.engine.outcome import Decision, Outcome
 from hotset.engine.packages import Background, Load
+from hotset.engine.policy import EvictionGroups, Policy
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget, Decision, EvictionGroups, IntArray, Outcome, Policy
 from hotset.policies.quiver_chunks import ChunkCycle, StripedChunks
 from hotset.policies.quiver_epoch import EpochView
 

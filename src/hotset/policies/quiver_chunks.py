@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.budget import Budget
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget
 
 IntArray = npt.NDArray[np.int64]
 _SALT = 0x9017

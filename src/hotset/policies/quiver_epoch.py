@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from hotset.policies.base import IntArray
+from hotset.engine.arrays import IntArray
 
 
 class EpochView:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from hotset.engine.budget import Budget
+from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget, Policy
 
 # name -> "module:Class"
 _POLICIES: dict[str, str] = {

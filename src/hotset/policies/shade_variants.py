@@ -29,10 +29,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
+from hotset.engine.outcome import Decision, Outcome
+from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
 from hotset.policies.app import ScoredCache, check_sid
-from hotset.policies.base import Budget, Decision, IntArray, Outcome, Policy
 
 
 class PriorityLFU(ScoredCache):

@@ -13,7 +13,7 @@ per request and ``bandwidth_mb_s``, 4 requests in flight, and no compute time,
 so "modeled epoch seconds" is the I/O wait a training epoch would have with
 nothing to overlap it. Systems that learn from losses train the simulator's
 small model on the data, so their orders are real ones. One cell is
-:func:`hotset.bench.hitratio.run_one`, the benchmark's.
+:func:`hotset.sim.cell.run_one`, as in the hitratio benchmark.
 
 The knee is the grid point farthest above the chord from the smallest to the
 largest size, both axes scaled to [0, 1] (the "kneedle" idea), when it lies
@@ -147,7 +147,7 @@ def advise(
     stderr (a grid takes minutes), so the CLI, tests and notebooks share one result.
     Sizes are sorted and deduplicated, so the knee and the target answer read one curve.
     """
-    from hotset.bench.hitratio import _train_sizes, run_one
+    from hotset.sim.cell import run_one, train_sizes
 
     path = Path(dataset)
     if not path.is_dir():
@@ -167,7 +167,7 @@ def advise(
     )
     # As the simulator holds out its validation split (its default val_frac), so
     # cache bytes here are the run's own capacity_bytes.
-    train_bytes = int(_train_sizes(path, seed, 0.1).sum())
+    train_bytes = int(train_sizes(path, seed, 0.1).sum())
     rows = []
     cells = [(s, f) for s in systems for f in fracs]
     for i, (system, frac) in enumerate(cells, start=1):

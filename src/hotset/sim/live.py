@@ -57,19 +57,18 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.data.package_writer import PackageWriter
+from hotset.data.stratify import stratified_split
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.counters import COUNTER_KEYS, Coverage, EpochCounts
 from hotset.engine.plan import BatchPlan
 from hotset.engine.planner import Planner
 from hotset.engine.units import SubsetLayout, UnitLayout
 from hotset.errors import HotsetError, IntegrityError
-from hotset.policies.base import Budget, IntArray
 from hotset.samplers.base import EpochContext
 from hotset.sim.identification import top_precision
 from hotset.systems.base import System
 from hotset.systems.registry import build_system, capabilities_of
-
-#: the stream of ``default_rng([seed, _SPLIT_STREAM])`` that draws the validation split
-_SPLIT_STREAM = 0x5EED_5917
 
 #: one intra-op thread: on a shared 2-core machine two threads spin against other
 #: processes (a tiny MLP step went from 0.5 ms to 70 ms), and a fixed count keeps
@@ -289,27 +288,6 @@ def _result(
 
 
 # -- pieces ---------------------------------------------------------------------
-
-
-def stratified_split(
-    labels: npt.NDArray[np.int64], *, val_frac: float, seed: int
-) -> tuple[IntArray, IntArray]:
-    """(train rows, validation rows), both sorted: ``round(val_frac * n_c)`` per class.
-
-    Seeded by ``seed`` alone, so every system at one seed holds out the same
-    samples. ``val_frac < 0.5`` leaves every class at least one training sample.
-    """
-    rng = np.random.default_rng([int(seed), _SPLIT_STREAM])
-    val_parts: list[IntArray] = []
-    for label in np.unique(labels).tolist():
-        rows = np.flatnonzero(labels == label).astype(np.int64)
-        take = math.floor(val_frac * len(rows) + 0.5)
-        if take:
-            val_parts.append(rng.permutation(rows)[:take])
-    val = np.sort(np.concatenate(val_parts)) if val_parts else np.empty(0, dtype=np.int64)
-    mask = np.ones(len(labels), dtype=bool)
-    mask[val] = False
-    return np.flatnonzero(mask).astype(np.int64), val.astype(np.int64)
 
 
 def _plan_future(system: System, epochs: int) -> list[IntArray] | None:

@@ -46,14 +46,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.counters import Coverage
+from hotset.engine.outcome import Outcome
 from hotset.engine.owners import owner_ranks
 from hotset.engine.plan import BatchPlan
 from hotset.engine.planner import Planner
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.importance.merge import RankFeedback, merge_rank_feedback
-from hotset.policies.base import Budget, IntArray, Outcome
 from hotset.sim.losses import SyntheticLosses
 from hotset.systems.base import System
 from hotset.systems.registry import build_system, capabilities_of

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hotset.engine.arrays import IntArray
 from hotset.errors import HotsetError
-from hotset.policies.base import IntArray
 from hotset.sim.trace import simulate_epochs
 
 # policies often coincide (MinIO and Belady on random permutations): vary the

@@ -24,11 +24,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
 from hotset.engine.counters import COUNTER_KEYS, Coverage, EpochCounts
 from hotset.engine.planner import Planner
+from hotset.engine.policy import Policy
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget, IntArray, Policy
 from hotset.policies.registry import make_policy, policy_class
 from hotset.systems.base import System
 

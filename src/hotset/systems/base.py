@@ -1,7 +1,9 @@
 """A system is a named composition: sampler + scorer + policy + importance table.
 
-Drivers (the simulator and, later, the loader) only talk to :class:`System`, so a
-new paper is one small module that builds one of these with its defaults.
+Drivers (the simulators and the loader) only talk to :class:`System`, so a
+new paper is one small module that builds one of these with its defaults. The
+engine's planner drives it through :class:`hotset.engine.system.System`, a
+Protocol naming only the members it calls, which this class implements.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
 from hotset.engine.capabilities import Capabilities
-from hotset.policies.base import Decision, IntArray, Policy
+from hotset.engine.outcome import Decision
+from hotset.engine.policy import Policy
 from hotset.samplers.base import EpochContext, Sampler
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hotset.engine.budget import Budget
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget
 from hotset.policies.registry import make_policy
 from hotset.systems.base import System, SystemSpec
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hotset.engine.budget import Budget
 from hotset.errors import HotsetError
 from hotset.importance.table import ImportanceTable
-from hotset.policies.base import Budget
 from hotset.policies.brand_ranks import BrandRanks
 from hotset.samplers.random import RandomSampler
 from hotset.systems.base import System, SystemSpec

@@ -25,10 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hotset.engine.budget import Budget
 from hotset.engine.packages import PACKAGE_BYTES
+from hotset.engine.policy import Policy
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
-from hotset.policies.base import Budget, Policy
 from hotset.policies.icache import H_SHARE, H_START, ICache
 from hotset.policies.icache_packed import PackedICache
 from hotset.policies.registry import make_policy

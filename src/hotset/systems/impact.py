@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hotset.engine.budget import Budget
 from hotset.engine.packages import PACKAGE_BYTES
 from hotset.importance.rank_variance import MAX_WARM_UP, OVERLAP, S_SHARE
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
-from hotset.policies.base import Budget
 from hotset.policies.icache import H_SHARE, H_START
 from hotset.policies.impact import ImpactCache, ImpactHistoryCache, ImpactRealtimeCache
 from hotset.samplers.iis import BETA, WINDOW

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hotset.engine.budget import Budget
 from hotset.importance.table import ImportanceTable
-from hotset.policies.base import Budget
 from hotset.policies.quiver import Quiver
 from hotset.samplers.random import RandomSampler
 from hotset.systems.base import System, SystemSpec, with_defaults

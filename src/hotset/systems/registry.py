@@ -15,10 +15,10 @@ import importlib
 import re
 from typing import Any
 
+from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget
 from hotset.systems.base import System, SystemSpec
 
 #: modules searched for ``SPECS``, in listing order

@@ -32,11 +32,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hotset.engine.budget import Budget
+from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
 from hotset.importance.scorers import BatchLossScorer, LogRankScorer, LossScorer, Scorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.app import APP
-from hotset.policies.base import Budget, Policy
 from hotset.policies.registry import make_policy
 from hotset.policies.shade_variants import (
     FillKeep,

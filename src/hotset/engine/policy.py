@@ -1,0 +1,178 @@
+"""The policy contract: pure, deterministic cache decisions, as the engine drives them.
+
+A policy sees one access at a time and answers with a
+:class:`~hotset.engine.outcome.Decision`. It does no I/O, reads no clock and
+starts no thread, so the simulator (virtual clock) and the real loader (real
+bytes) can drive the very same object and get the very same decisions.
+Everything a policy may depend on is given to it explicitly: the budget, a seed,
+the planned order of an epoch, the whole future (Belady), an importance snapshot.
+
+The engine calls exactly these hooks, so they are defined here, beside the
+engine, and the policies (:mod:`hotset.policies`) implement them; the engine
+never imports a policy.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.engine.arrays import IntArray
+from hotset.engine.budget import Budget
+from hotset.engine.capabilities import Capabilities
+from hotset.engine.outcome import Decision
+from hotset.engine.packages import Background
+from hotset.engine.units import UnitLayout
+
+
+@dataclass(frozen=True)
+class EvictionGroups:
+    """Ids a cache shared by several jobs evicts together (Quiver's chunks, FAST'20 §5.1).
+
+    ``groups[i]`` is id ``i``'s group (-1: none). In a shared namespace a group's
+    entries are deleted once every job that put them has released them, or
+    ``force_after_s`` seconds after the first release (:mod:`hotset.cachestore.chunk_refs`).
+    """
+
+    groups: IntArray
+    force_after_s: float
+
+
+class Policy(ABC):
+    """Base class for cache policies. Subclasses implement :meth:`access`.
+
+    Subclasses keep ``used_bytes``/``used_items`` true at every step; the
+    property tests check ``budget.fits(used_bytes, used_items)`` after each access.
+    """
+
+    name: ClassVar[str] = "policy"
+    #: what the drivers must provide (the future, unit reads, prefetch staging, ...)
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    def __init__(self, budget: Budget, *, seed: int = 0) -> None:
+        self.budget = budget
+        self.seed = int(seed)
+        self.used_bytes = 0
+        self.used_items = 0
+        #: bytes of prefetched units read and not yet served (<= budget.staging_bytes)
+        self.staged_bytes = 0
+        self.epoch = 0
+        self.layout: UnitLayout | None = None
+
+    # -- hooks the drivers call -------------------------------------------------
+    def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
+        """Called before the first access of an epoch, with its planned order if known."""
+        self.epoch = int(epoch)
+
+    def end_epoch(self) -> None:
+        """Called after the last access of an epoch."""
+
+    def begin_world(self, epoch: int, orders: Sequence[IntArray], rank: int) -> None:
+        """:meth:`begin_epoch` with every rank's order (``orders[rank]`` is ours).
+
+        Called instead of :meth:`begin_epoch` under data parallelism for policies
+        declaring ``capabilities.plans_world``.
+        """
+        self.begin_epoch(epoch, orders[rank])
+
+    def attach_layout(self, layout: UnitLayout | None) -> None:
+        """The dataset's chunk layout (read units); policies that read units keep it."""
+        self.layout = layout
+
+    def set_future(self, trace: IntArray) -> None:
+        """Give the whole access sequence (offline policies); online ones ignore it."""
+
+    def update_importance(self, scores: npt.NDArray[np.float64], version: int = 0) -> None:
+        """Receive a whole importance snapshot (score per id); policies that ignore it may."""
+
+    def observe(self, ids: IntArray, scores: npt.NDArray[np.float64]) -> None:
+        """Receive fresh scores for the ids of one training step (e.g. SHADE's APP)."""
+
+    @abstractmethod
+    def access(self, sid: int) -> Decision:
+        """Decide one access."""
+
+    def prefetch(self) -> tuple[int, ...]:
+        """Read units to read now for later batches; called after each batch's accesses.
+
+        Only policies declaring ``capabilities.prefetches`` are asked. A unit
+        returned here is staged (``staged_bytes`` grows by its size) until the
+        first batch that serves from it has ended.
+        """
+        return ()
+
+    def background(self) -> Background:
+        """Packages to write, ids to evict and units to load now; asked after each batch's accesses.
+
+        Only policies declaring ``capabilities.packs`` or ``capabilities.loads`` are
+        asked. A load's members
+        are admitted in this batch's plan (after its evictions) and may be served
+        from the cache by later batches, never by the batch that loads them.
+        """
+        return Background()
+
+    def to_evaluate(self) -> IntArray:
+        """Ids whose losses a driver re-computes (a forward pass) before the epoch's draw.
+
+        Only policies declaring ``capabilities.evaluates`` are asked; the losses go
+        into the importance table as feedback, so the order sees them.
+        """
+        return np.zeros(0, dtype=np.int64)
+
+    def summary(self) -> dict[str, Any]:
+        """What a report should say about this policy's own choices (JSON-ready; often empty)."""
+        return {}
+
+    def eviction_groups(self) -> EvictionGroups | None:
+        """Groups of ids that jobs sharing one cache evict in concert; None: as planned."""
+        return None
+
+    def regions(self) -> dict[str, tuple[int, int]]:
+        """``{region: (used_bytes, capacity_bytes)}``; one region unless the policy splits.
+
+        Regions share the cache store's one total budget: their capacities add
+        up to at most ``budget.capacity_bytes``.
+        """
+        cap = self.budget.capacity_bytes
+        return {"main": (self.used_bytes, -1 if cap is None else int(cap))}
+
+    @abstractmethod
+    def __contains__(self, sid: object) -> bool:
+        """Whether ``sid`` is resident."""
+
+    @abstractmethod
+    def resident(self) -> frozenset[int]:
+        """The resident ids (a copy)."""
+
+    def cache_ids(self) -> frozenset[int]:
+        """What the cache store holds: sample ids, and ``n + unit`` for a unit cached whole.
+
+        Equal to :meth:`resident` unless the policy caches read units whole.
+        """
+        return self.resident()
+
+    def replay(self, trace: IntArray) -> npt.NDArray[np.int8]:
+        """Outcome per access for a whole trace; fast policies override this loop.
+
+        Overrides must return exactly what calling :meth:`access` in order would.
+        """
+        out = np.empty(len(trace), dtype=np.int8)
+        access = self.access
+        for i, sid in enumerate(trace.tolist()):
+            out[i] = access(sid).outcome
+        return out
+
+    # -- resumption ---------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        raise NotImplementedError(f"{type(self).__name__} does not support state_dict yet")
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not support load_state_dict yet")
+
+
+__all__ = ["EvictionGroups", "Policy"]
