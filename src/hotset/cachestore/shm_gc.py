@@ -46,9 +46,9 @@ import re
 import stat
 import struct
 from dataclasses import dataclass
-from typing import Literal
 
 from hotset.cachestore.shm_layout import H_OWNER_PID, MAGIC
+from hotset.liveness import OwnerState, owner_identity, owner_state, process_start_time
 
 __all__ = [
     "SHM_DIR",
@@ -71,8 +71,6 @@ HEADER_OWNER_WORD = H_OWNER_PID
 _OWNER = struct.Struct("<3Q")
 _NAME_OWNER = re.compile(r"^hotset_(\d{1,10})_(\d{1,20})_(\d{1,20})_[0-9a-f]+$")
 
-OwnerState = Literal["alive", "dead", "unknown"]
-
 
 @dataclass(frozen=True)
 class SegmentInfo:
@@ -87,85 +85,10 @@ class SegmentInfo:
     reason: str
 
 
-def process_start_time(pid: int) -> int | None:
-    """Field 22 of ``/proc/<pid>/stat`` (start time in clock ticks), or None if unreadable."""
-    fields = _stat_fields(pid)
-    if fields is None or len(fields) < 20:
-        return None
-    try:
-        return int(fields[19])
-    except ValueError:
-        return None
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """Fields 3.. of ``/proc/<pid>/stat``; the command name (field 2) may hold spaces."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return None
-    _, _, rest = raw.rpartition(b")")
-    return rest.decode("ascii", "replace").split()
-
-
-def _pid_namespace() -> int:
-    try:
-        return os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        return 0
-
-
-_IDENTITY: dict[int, tuple[int, int, int]] = {}
-
-
-def owner_identity() -> tuple[int, int, int]:
-    """(pid, start time, pid-namespace inode) of this process; 0 where unknowable."""
-    pid = os.getpid()
-    ident = _IDENTITY.get(pid)  # keyed by pid: a forked child computes its own
-    if ident is None:
-        ident = (pid, process_start_time(pid) or 0, _pid_namespace())
-        _IDENTITY[pid] = ident
-    return ident
-
-
 def segment_name(token: str) -> str:
     """The name of a new segment owned by this process: ``hotset_<pid>_<start>_<pidns>_<token>``."""
     pid, start, pidns = owner_identity()
     return f"{SEGMENT_PREFIX}{pid}_{start}_{pidns}_{token}"
-
-
-def owner_state(pid: int, start: int, pidns: int) -> tuple[OwnerState, str]:
-    """Whether the process (pid, start, pidns) still runs, with a reason for humans.
-
-    Only a definite answer in this pid namespace is ``dead``; anything doubtful
-    is ``alive`` or ``unknown``, because a wrong ``dead`` destroys a live cache.
-    """
-    if pid <= 0:
-        return "unknown", "no owner recorded"
-    if pidns and pidns != _pid_namespace():
-        return "unknown", "owner in another pid namespace"
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return "dead", "no such process"
-    except PermissionError:
-        pass  # exists, another user's
-    fields = _stat_fields(pid)
-    if fields is None:
-        # No /proc (not Linux), it hides the pid, or it exited a moment ago: the
-        # safe answer is alive; the next scan looks again.
-        return "alive", "process exists"
-    if fields and fields[0] in ("Z", "X"):
-        return "dead", "zombie (exited, not yet reaped)"
-    if start:
-        try:
-            now = int(fields[19])
-        except (IndexError, ValueError):
-            return "alive", "process exists"
-        if now != start:
-            return "dead", f"pid reused (start {now} != {start})"
-    return "alive", "running"
 
 
 def _read_header_owner(path: str) -> tuple[int, int, int] | None:

@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from hotset.cachestore.shm_gc import OwnerState, owner_identity, owner_state
 from hotset.engine.packages import DEFAULT_PREFIX
+from hotset.liveness import OwnerState, owner_identity, owner_state
 
 __all__ = [
     "KINDS",

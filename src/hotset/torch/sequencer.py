@@ -37,8 +37,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hotset.cachestore.shm_gc import owner_state
 from hotset.errors import HotsetError
+from hotset.liveness import owner_state
 from hotset.torch.forksafe import as_context
 
 _WRITTEN, _GENERATION, _HOLDER = 0, 1, 2
