@@ -72,6 +72,8 @@ def test_not_a_state_is_named(data_dir: Path, state: Any, message: str) -> None:
     ("key", "value", "message"),
     [
         ("status", "bogus", "status must be one of idle, running, finished"),
+        # an array answers `in` elementwise (an empty one not at all): found by the fuzz below
+        ("status", np.arange(0), "status must be one of idle, running, finished"),
         ("yielded", 10**6, r"yielded"),
         ("yielded", 15, r"yielded=15 batches, but epoch 1 has 15|yielded=15"),
         ("outstanding", np.zeros(7, dtype=np.int32), "outstanding must hold 120"),

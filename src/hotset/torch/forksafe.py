@@ -71,9 +71,20 @@ def start_method_name(method: str | multiprocessing.context.BaseContext | None) 
     return chosen if chosen is not None else multiprocessing.get_all_start_methods()[0]
 
 
-#: what a worker imports to unpickle the loader's data set: preloaded by the fork
-#: server, a worker starts in what a fork costs instead of importing torch anew
-WORKER_MODULES = ("torch", "hotset.torch.fetch")
+#: what a worker imports to unpickle the loader's data set (the fetcher and the
+#: parts it holds): preloaded by the fork server, a worker starts in what a fork
+#: costs instead of importing torch anew
+WORKER_MODULES = (
+    "torch",
+    "hotset.torch.fetch",
+    "hotset.torch.cacheio",
+    "hotset.torch.cachewrite",
+    "hotset.torch.movebytes",
+    "hotset.torch.pool",
+    "hotset.torch.reads",
+    "hotset.torch.samples",
+    "hotset.torch.sequencer",
+)
 
 
 def preload_forkserver(modules: tuple[str, ...]) -> None:

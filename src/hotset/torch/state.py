@@ -143,7 +143,9 @@ def check_loader_state(state: object, mine: Mapping[str, Any]) -> Mapping[str, A
         raise HotsetError(f"loader state: version {_show(state['version'])} is not supported")
     _check_identity(state, mine)
     status = state["status"]
-    if status not in STATUSES:
+    # a str first: ``in`` compares with ==, which an array answers elementwise (and an
+    # empty one cannot answer at all)
+    if not isinstance(status, str) or status not in STATUSES:
         raise HotsetError(
             f"loader state: status must be one of {', '.join(STATUSES)}, got {_show(status)}"
         )

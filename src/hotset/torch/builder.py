@@ -1,0 +1,490 @@
+"""Assemble a loader's parts from its :class:`~hotset.torch.options.LoaderOptions`.
+
+A loader is a handful of parts, each with one job, built here in a fixed order
+(every check that can fail runs before the cache is opened, so a bad option
+leaves nothing behind on a server):
+
+* the **data set adapter**: a :class:`~hotset.torch.dataset.HotsetDataset`,
+  opened from a location or wrapped around a user's map-style Dataset;
+* the **System** (order and cache policy), planning in this rank's share of the
+  cache budget, and its **packing** step for systems that build packages;
+* the **cache session** (:mod:`hotset.cachestore.session`): the namespace, its
+  lease and the store;
+* the **engine driver** (:class:`~hotset.engine.planner.Planner`) and the
+  **write sequencer** the workers take turns on;
+* the **fetcher** the DataLoader's workers run (:mod:`hotset.torch.fetch`), the
+  main process's **read-ahead** and **unit prefetcher**;
+* the **DataLoader** itself, with a sampler that hands out plans.
+
+:func:`build` returns them as :class:`LoaderParts`; the
+:class:`~hotset.torch.loader.HotsetLoader` only iterates, reports and
+checkpoints over them.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from torch.utils.data import DataLoader
+
+from hotset.cachestore.base import CacheStore
+from hotset.cachestore.chunk_refs import ChunkRefs
+from hotset.cachestore.redaction import redact_spec_value
+from hotset.cachestore.redis_store import RedisCache
+from hotset.cachestore.session import CacheSession, check_share_backend
+from hotset.data.digest import Digest, digest_for_job
+from hotset.data.package_writer import PackageWriter
+from hotset.engine.packages import PackageFiles
+from hotset.engine.planner import Planner
+from hotset.engine.units import UnitLayout
+from hotset.errors import HotsetError
+from hotset.policies.base import Budget
+from hotset.storage.local import LocalStore
+from hotset.systems.base import Capabilities, System
+from hotset.torch.checks import check_budget, check_manifest_matches_store
+from hotset.torch.dataset import HotsetDataset, open_dataset
+from hotset.torch.fetch import BatchFetcher, identity_collate
+from hotset.torch.forksafe import start_method_name, worker_start_method
+from hotset.torch.options import DEFAULT_CACHE, DEFAULT_READAHEAD_BYTES, LoaderOptions
+from hotset.torch.packing import PackingThread
+from hotset.torch.plansampler import PlanSampler
+from hotset.torch.prefetch import UnitPrefetcher
+from hotset.torch.readahead import ReadAhead
+from hotset.torch.sequencer import Sequencer
+from hotset.torch.user import is_unhashed, unhashed_verify_error
+from hotset.torch.workers import WorkerInit
+from hotset.units import parse_budget
+
+__all__ = ["LoaderParts", "as_hotset_dataset", "build", "resolve_cache"]
+
+#: cache specs that name the embedded shared-memory cache
+_EMBEDDED = ("memory", "shm")
+#: the start method a DataLoader is given (a name, a context, or None: its default)
+Context = Any
+
+
+@dataclass
+class LoaderParts:
+    """What :func:`build` assembled: everything a loader iterates over."""
+
+    #: the data set as a HotsetDataset (opened or wrapped from what the user gave)
+    data: HotsetDataset
+    system: System
+    rank: int
+    world_size: int
+    #: how DataLoader starts workers: None is its default (fork on Linux); see
+    #: hotset.torch.forksafe for when the loader chooses "forkserver" itself
+    multiprocessing_context: Context
+    #: the cache's budget (all ranks of a shared namespace together); 0 without a cache
+    capacity_bytes: int
+    #: the cache's namespace and lease; None without a cache
+    session: CacheSession | None
+    cache: CacheStore | None
+    #: the packing step (a policy that builds packages), run in the main process
+    packer: PackageWriter | None
+    sequencer: Sequencer
+    planner: Planner
+    fetcher: BatchFetcher
+    readahead: ReadAhead
+    prefetcher: UnitPrefetcher
+    packages: PackingThread
+    worker_init: WorkerInit
+    dataloader: DataLoader[Any]
+
+
+@dataclass
+class _Plan:
+    """The decision side: the System and the budgets it plans in."""
+
+    system: System
+    caps: Capabilities
+    #: the cache backend's spec and its whole capacity in bytes
+    spec: str | list[str]
+    capacity: int
+    #: what this rank's policy plans in (a share of ``capacity``, see _planned_budget)
+    planned: int
+
+
+def build(given: Any, options: LoaderOptions) -> LoaderParts:
+    """Every part of a loader over ``given`` (a data set, a location or a user's Dataset)."""
+    data = _adapt(given, options)
+    rank, world_size = options.ranks()
+    context, start_why = worker_start_method(
+        options.multiprocessing_context, num_workers=options.num_workers
+    )
+    if start_why is not None:
+        # the frame of whoever called hotset.loader (build <- HotsetLoader <- loader)
+        warnings.warn(f"hotset: {start_why}", RuntimeWarning, stacklevel=4)
+    sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
+    plan = _plan_side(data, options, sizes, world_size)
+    packer, unit_layout = _packing(plan, data, options, sizes)
+    readahead_bytes = _readahead_budget(plan.caps, options)
+    _check_drivable(plan.caps, options, world_size)
+    if plan.caps.caches:
+        check_budget(plan.planned, sizes, options.batch_size)
+    job_digest = _job_digest(plan.caps, data, options)
+    check_manifest_matches_store(
+        data.manifest, data.store, mode=options.check_store, seed=options.seed
+    )
+    session, cache = (None, None)
+    if plan.caps.caches:
+        session, cache = _open_cache(plan, data, options, rank, job_digest)
+    sequencer = Sequencer(context=context)
+    planner = Planner(
+        plan.system,
+        n=len(data.manifest),
+        batch_size=options.batch_size,
+        lag=options.lag,
+        drop_last=options.drop_last,
+        sizes=sizes,
+    )
+    fetcher = _fetcher(data, options, sizes, cache, sequencer, unit_layout, session)
+    readahead = ReadAhead(
+        fetcher.reader.read_checked,
+        sizes,
+        budget_bytes=readahead_bytes,
+        threads=options.io_threads,
+    )
+    prefetcher = UnitPrefetcher(fetcher.reader.read_unit, threads=options.io_threads)
+    packages = PackingThread(plan.system, packer)
+    #: workers die with the main process (see hotset.torch.workers), then the user's init
+    worker_init = WorkerInit(
+        options.worker_init_fn, forkserver=start_method_name(context) == "forkserver"
+    )
+    sampler = PlanSampler(planner, readahead, prefetcher, packages)
+    return LoaderParts(
+        data=data,
+        system=plan.system,
+        rank=rank,
+        world_size=world_size,
+        multiprocessing_context=context,
+        capacity_bytes=plan.capacity if plan.caps.caches else 0,
+        session=session,
+        cache=cache,
+        packer=packer,
+        sequencer=sequencer,
+        planner=planner,
+        fetcher=fetcher,
+        readahead=readahead,
+        prefetcher=prefetcher,
+        packages=packages,
+        worker_init=worker_init,
+        dataloader=_dataloader(fetcher, sampler, options, context, worker_init),
+    )
+
+
+# -- the data set -------------------------------------------------------------------
+def as_hotset_dataset(data: Any, *, progress: bool = False) -> HotsetDataset:
+    """``data`` as a :class:`HotsetDataset`: opened from a location, or a user's map-style
+    Dataset wrapped (:func:`hotset.torch.user.from_dataset`, its items cached in
+    :mod:`hotset.data.itemcodec`'s safe encoding, never pickled)."""
+    from hotset.torch.user import from_dataset
+
+    if isinstance(data, HotsetDataset):
+        return data
+    if isinstance(data, str | os.PathLike):
+        return open_dataset(data)
+    return from_dataset(data, progress=progress)
+
+
+def _adapt(given: Any, options: LoaderOptions) -> HotsetDataset:
+    """The data set, refusing ``verify`` where there are no hashes to verify against."""
+    data = given
+    if not isinstance(data, HotsetDataset):
+        try:
+            data = as_hotset_dataset(data, progress=options.progress)
+        except HotsetError as exc:
+            raise HotsetError(
+                "data must be a HotsetDataset (hotset.open_dataset(...)), a data set "
+                f"location, or a map-style Dataset: {exc}"
+            ) from None
+    if options.verify and is_unhashed(data.manifest):
+        # from_dataset(sizes=...) hashed nothing: checks happen only if the user opts out
+        raise unhashed_verify_error(data.source)
+    return data
+
+
+# -- the System and its budget ------------------------------------------------------
+def resolve_cache(
+    cache: str | int | float | list[str] | None, cache_bytes: int | str | None, total: int
+) -> tuple[str | list[str], int]:
+    """(backend spec, capacity in bytes) from the user's ``cache`` / ``cache_bytes``.
+
+    A budget is an int or a string of bytes (``"2gb"``), a float fraction in
+    (0, 1] or a percentage (``"20%"``) of ``total``; a float outside (0, 1]
+    is an error (see :func:`hotset.units.parse_budget`). A list (or tuple) is
+    a Redis Cluster's startup nodes, checked when the cache opens. A spec in
+    an error is shown without its passwords.
+    """
+
+    def amount(value: int | float | str, name: str) -> int:
+        # int: bytes; "2gb": bytes; float in (0, 1] or "20%": a share of the dataset's bytes
+        return parse_budget(value, total=total, name=name)
+
+    if isinstance(cache, list | tuple):
+        if cache_bytes is None:
+            raise HotsetError(
+                f"cache {redact_spec_value(cache)} (Redis Cluster nodes) needs "
+                "cache_bytes= (its budget)"
+            )
+        return list(cache), amount(cache_bytes, "cache_bytes")
+    if isinstance(cache, str) and ("://" in cache or cache.strip().lower() in _EMBEDDED):
+        if cache_bytes is None:
+            raise HotsetError(f"cache {redact_spec_value(cache)} needs cache_bytes= (its budget)")
+        return cache, amount(cache_bytes, "cache_bytes")
+    if cache is None:
+        # the embedded cache at a share that pays on most data sets (see loader())
+        return "memory", amount(DEFAULT_CACHE if cache_bytes is None else cache_bytes, "cache")
+    if cache_bytes is not None:
+        raise HotsetError(
+            f"give the budget once: cache={redact_spec_value(cache)} is already a size, "
+            "drop cache_bytes"
+        )
+    try:
+        return "memory", amount(cache, "cache")
+    except HotsetError:
+        if isinstance(cache, str) and ("@" in cache or "redis" in cache.lower()):
+            # a cache URL mistyped (redis:/, a missing ':'): the budget parser's
+            # message would show it whole, password included
+            raise HotsetError(
+                f"cache {redact_spec_value(cache)} is neither a budget (bytes, '20%', a "
+                "fraction) nor a cache ('memory', 'redis://host:port/db', "
+                "'redis+cluster://h1:p1,h2:p2' or a list of 'host:port' nodes)"
+            ) from None
+        raise
+
+
+def _plan_side(
+    data: HotsetDataset, options: LoaderOptions, sizes: npt.NDArray[np.int64], world_size: int
+) -> _Plan:
+    """The cache's spec and budget, and the System built to plan in this rank's share."""
+    from hotset.systems.registry import build_system
+
+    total = int(sizes.sum())
+    spec, capacity = resolve_cache(options.cache, options.cache_bytes, total)
+    check_share_backend(options.namespace, spec)  # namespace= means Redis: never ignored
+    planned = _planned_budget(options, capacity, total, world_size)
+    system = build_system(
+        options.system,
+        n=len(data.manifest),
+        budget=Budget(capacity_bytes=planned, sizes=sizes),
+        seed=options.seed,
+        batch_size=options.batch_size,
+        layout=data.layout,
+        **dict(options.system_options or {}),
+    )
+    return _Plan(system, system.capabilities, spec, capacity, planned)
+
+
+def _planned_budget(options: LoaderOptions, capacity: int, total: int, world_size: int) -> int:
+    """The bytes this rank's policy plans in.
+
+    A job's ranks on one shared namespace hold one pool of ``capacity``: each
+    rank's policy plans its share, so the ranks never crowd each other out, and
+    a rank's planned miss is looked up in the pool (what the other ranks put).
+    """
+    from hotset.systems.registry import capabilities_of
+
+    namespace = options.namespace
+    pooled_ranks = namespace is not None and world_size > 1
+    planned = capacity // world_size if pooled_ranks else capacity
+    fits_whole = planned >= total
+    if (
+        namespace is not None
+        and not fits_whole
+        and capabilities_of(options.system).evicts_in_concert
+    ):
+        # Jobs cycling through chunks in concert each plan two chunks of a third: a
+        # chunk one job still holds while another loads its next fits beside them.
+        planned = planned * 2 // 3
+    return planned
+
+
+def _check_drivable(caps: Capabilities, options: LoaderOptions, world_size: int) -> None:
+    """Refuse a system that cannot drive this loader's real cache."""
+    system = options.system
+    if caps.needs_future:
+        raise HotsetError(
+            f"system {system!r} needs the whole future (an offline bound); "
+            "run it in the simulator (hotset simulate), not the loader"
+        )
+    if not caps.realizable:
+        raise HotsetError(
+            f"system {system!r} is a bound that holds everything without charging the "
+            "budget; it cannot drive a real cache (the simulator and the loader "
+            "benchmark's no-io row measure it)"
+        )
+    if caps.plans_world and world_size > 1 and options.namespace is None:
+        raise HotsetError(
+            f"system {system!r} across {world_size} ranks keeps one memory for the whole "
+            "job: give every rank the same shared cache, e.g. cache='redis://host:6379/0', "
+            "cache_bytes='20%', namespace='my-job'"
+        )
+
+
+def _readahead_budget(caps: Capabilities, options: LoaderOptions) -> int:
+    """Read-ahead's staging bytes: as given, else 64 MiB where guessing the reads works.
+
+    A policy that may serve another id in place of a miss, or reads whole units,
+    makes "not cached now" a poor guess of what will be read alone; so does a
+    shared namespace, where other jobs may hold this job's misses.
+    """
+    if options.readahead_bytes is not None:
+        return int(options.readahead_bytes)
+    guess_fails = (
+        caps.substitutes or caps.reads_units or caps.packs or options.namespace is not None
+    )
+    return 0 if guess_fails else DEFAULT_READAHEAD_BYTES
+
+
+# -- packages, digests and the cache -----------------------------------------------
+def _package_store(options: LoaderOptions, *, packs: bool) -> LocalStore | None:
+    """The local directory packages go to (``package_dir``); None: into the data store."""
+    package_dir = options.package_dir
+    if package_dir is None:
+        return None
+    if not packs:
+        raise HotsetError(
+            f"package_dir={str(package_dir)!r}: system {options.system!r} builds no packages "
+            "(only iCACHE and ImPACT systems write them)"
+        )
+    try:
+        return LocalStore(package_dir, create=True)
+    except HotsetError as exc:  # cannot be made (a read-only or full parent, a file there)
+        raise HotsetError(f"package_dir={str(package_dir)!r}: {exc}") from None
+
+
+def _packing(
+    plan: _Plan, data: HotsetDataset, options: LoaderOptions, sizes: npt.NDArray[np.int64]
+) -> tuple[PackageWriter | None, UnitLayout | None]:
+    """The packing step (a policy that builds packages) and the layout workers read by.
+
+    Packages are written in this process ahead of the workers: they read a package
+    file as one request, by its key alone.
+    """
+    package_store = _package_store(options, packs=plan.caps.packs)
+    if not plan.caps.packs:
+        return None, data.layout
+    manifest = data.manifest
+    packer = PackageWriter.for_policy(
+        plan.system.policy,
+        data.store,
+        keys=manifest.keys,
+        hashes=manifest.hashes,
+        sizes=sizes,
+        label="loader",
+        out=package_store,
+    )
+    return packer, PackageFiles(len(manifest), prefix=packer.prefix, store=package_store)
+
+
+def _job_digest(caps: Capabilities, data: HotsetDataset, options: LoaderOptions) -> Digest | None:
+    """The digest that keys the cache by content (:mod:`hotset.cachestore.capability`)."""
+    if options.digest is None:
+        return None
+    if caps.packs:
+        raise HotsetError(
+            f"digest with system {options.system!r}: its packages are built at run time, so "
+            "no digest holds their capabilities; use a system that reads samples or chunks"
+        )
+    return digest_for_job(
+        options.digest,
+        data.manifest,
+        unit_hashes=() if data.layout is None else data.layout.chunk_hashes,
+        reads_units=caps.reads_units,
+    )
+
+
+def _open_cache(
+    plan: _Plan,
+    data: HotsetDataset,
+    options: LoaderOptions,
+    rank: int,
+    job_digest: Digest | None,
+) -> tuple[CacheSession, CacheStore]:
+    """The cache session and the store the fetcher uses.
+
+    A private namespace is new and empty, as the fresh policy is; a shared one is
+    joined as it is (other jobs may be reading it).
+    """
+    manifest = data.manifest
+    session = CacheSession.open(
+        plan.spec,
+        capacity_bytes=plan.capacity,
+        # one slot per sample, then one per read unit (cached whole under id n + u)
+        n_slots=len(manifest) + (0 if data.layout is None else data.layout.n_chunks),
+        dataset_id=manifest.identity(),
+        share=options.namespace,
+        rank=rank,
+        lease_ttl_s=options.lease_ttl_s,
+        digest=job_digest,
+        # The fetcher re-hashes what the cache serves itself (with ``verify``), so
+        # that a poisoned entry is dropped and re-read instead of failing the
+        # batch; the store's own check would only raise, and hash puts again.
+        verify=False,
+    )
+    cache: CacheStore = session.cache
+    groups = plan.system.policy.eviction_groups() if session.shared else None
+    if groups is not None and isinstance(cache, RedisCache):
+        # jobs sharing the namespace evict a group once all have released it
+        cache = ChunkRefs(cache, groups.groups, force_after_s=groups.force_after_s)
+    return session, cache
+
+
+# -- the worker side ----------------------------------------------------------------
+def _fetcher(
+    data: HotsetDataset,
+    options: LoaderOptions,
+    sizes: npt.NDArray[np.int64],
+    cache: CacheStore | None,
+    sequencer: Sequencer,
+    layout: UnitLayout | None,
+    session: CacheSession | None,
+) -> BatchFetcher:
+    """The DataLoader's dataset: executes plans in the workers (lean: no loader in it)."""
+    manifest = data.manifest
+    return BatchFetcher(
+        keys=manifest.keys,
+        hashes=manifest.hashes,
+        sizes=sizes,
+        labels=np.asarray(manifest.labels, dtype=np.int64),
+        store=data.store,
+        cache=cache,
+        sequencer=sequencer,
+        decode=data.decode,
+        transform=data.transform,
+        io_threads=options.io_threads,
+        verify=options.verify,
+        layout=layout,
+        shared=session is not None and session.shared,
+        skip_errors=options.on_error == "skip",
+        collate_fn=options.collate_fn,
+    )
+
+
+def _dataloader(
+    fetcher: BatchFetcher,
+    sampler: PlanSampler,
+    options: LoaderOptions,
+    context: Context,
+    worker_init: WorkerInit,
+) -> DataLoader[Any]:
+    """A stock DataLoader whose items are whole plans (automatic batching off)."""
+    return DataLoader(
+        fetcher,
+        batch_size=None,
+        sampler=sampler,
+        num_workers=options.num_workers,
+        collate_fn=identity_collate,
+        pin_memory=options.pin_memory,
+        persistent_workers=options.persistent_workers,
+        prefetch_factor=options.prefetch_factor,
+        timeout=options.timeout,
+        multiprocessing_context=context,
+        worker_init_fn=worker_init,
+    )

@@ -1,0 +1,204 @@
+"""The loader's checkpoint: :meth:`state_dict`, and a restore that is all or nothing.
+
+A state holds the loader's identity (what a state must share with a loader to
+resume in it), the epoch's position and bookkeeping, the System's mutable state
+and the feedback given so far this epoch. Mid-epoch, the System's state is the
+one the epoch *began* with: a resume replays the epoch's plans and feedback up
+to where it stopped (:meth:`~hotset.engine.planner.Planner.replay`), so the
+resumed epoch makes the decisions the interrupted one made. A state is checked
+whole before anything of it is restored (:mod:`hotset.torch.state`), and a
+restore that fails half-way puts the loader back as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from hotset.engine.counters import Coverage
+from hotset.engine.feedback import Feedback
+from hotset.engine.planner import Planner
+from hotset.errors import HotsetError
+from hotset.systems.base import System
+from hotset.torch.report import EpochStats
+from hotset.torch.state import check_loader_state
+
+__all__ = ["STATE_VERSION", "Checkpoints", "load_system_state", "system_state"]
+
+STATE_VERSION = 1
+
+
+def system_state(system: System) -> dict[str, Any]:
+    """Everything of a System that changes while it runs (sampler/scorer are pure)."""
+    try:
+        policy = system.policy.state_dict()
+    except NotImplementedError as exc:
+        raise HotsetError(f"system {system.name!r}: {exc}; its loader cannot checkpoint") from None
+    return {
+        "policy": policy,
+        "table": system.table.state_dict(),
+        "val_accuracy": list(system.val_accuracy),
+        "train_loss": list(system.train_loss),
+    }
+
+
+def load_system_state(system: System, state: Mapping[str, Any]) -> None:
+    """Restore :func:`system_state`; a policy holding more than its budget is refused."""
+    for key in ("policy", "table", "val_accuracy", "train_loss"):
+        if key not in state:
+            raise HotsetError(f"loader state: system state lacks {key!r}")
+    try:
+        system.policy.load_state_dict(state["policy"])
+    except NotImplementedError as exc:
+        raise HotsetError(f"system {system.name!r}: {exc}") from None
+    policy = system.policy
+    if not policy.budget.fits(int(policy.used_bytes), int(policy.used_items)):
+        raise HotsetError(
+            f"loader state: the {policy.name} policy holds {policy.used_bytes} bytes "
+            f"({policy.used_items} items), over this loader's cache budget of "
+            f"{policy.budget.capacity_bytes} bytes: resume with the cache= of the run "
+            "that saved it"
+        )
+    system.table.load_state_dict(state["table"])
+    system.val_accuracy[:] = [float(v) for v in state["val_accuracy"]]
+    system.train_loss[:] = [float(v) for v in state["train_loss"]]
+
+
+class Checkpoints:
+    """The loader's :meth:`state_dict` and :meth:`load_state_dict` (a mixin of
+    :class:`~hotset.torch.loader.HotsetLoader`, which owns the fields below)."""
+
+    system: System
+    batch_size: int
+    seed: int
+    rank: int
+    world_size: int
+    lag: int
+    _planner: Planner
+    _coverage: Coverage
+    _status: str
+    _next_epoch: int
+    _epoch_set: bool
+    _yielded: int
+    _updates: int
+    _outstanding: npt.NDArray[np.int32]
+    _pending_val: float | None
+    _start_state: dict[str, Any] | None
+    _history: list[EpochStats]
+    _current: EpochStats | None
+    _resumed: bool
+
+    if TYPE_CHECKING:  # the loader's epoch steps a restore takes
+
+        def _stop_iteration(self) -> None: ...
+        def _begin_epoch(self, epoch: int) -> None: ...
+        def _abandon_unwritten(self, *, clear: bool) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume exactly: at epoch boundaries and mid-epoch."""
+        running = self._status in ("running", "finished")
+        return {
+            **self._identity(),
+            "lag": self.lag,
+            "status": self._status,
+            "epoch": self._planner.epoch,
+            "next_epoch": self._next_epoch,
+            "epoch_set": self._epoch_set,
+            "yielded": self._yielded,
+            "updates": self._updates,
+            "system_state": self._start_state if running else system_state(self.system),
+            "feedback": self._planner.feedback_state() if running else None,
+            "outstanding": self._outstanding.copy() if running else None,
+            "pending_val": self._pending_val,
+            "history": [s.state() for s in self._history],
+            "coverage": self._coverage.state_dict(),
+            "current": self._current.state() if self._current is not None else None,
+        }
+
+    def _identity(self) -> dict[str, Any]:
+        """What a state must share with this loader to resume in it, the budget this
+        rank's policy plans in included (a resumed policy must fit it)."""
+        cap = self.system.policy.budget.capacity_bytes
+        return {
+            "version": STATE_VERSION,
+            "system": self.system.name,
+            "n": len(self._outstanding),
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "cache_bytes": None if cap is None else int(cap),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Resume from :meth:`state_dict`; the next ``iter`` continues where it stopped.
+
+        The cache is cleared: ids the restored policy holds are read from storage
+        again the first time they are served (counted as ``rebuild_reads``). A
+        state that cannot be restored is a :class:`HotsetError` naming what is
+        wrong, and leaves the loader as it was (:mod:`hotset.torch.state`).
+        """
+        check_loader_state(state, self._identity())
+        try:
+            before: dict[str, Any] | None = self.state_dict()
+        except HotsetError:
+            before = None  # a system that cannot checkpoint has nothing to roll back to
+        try:
+            self._restore(state)
+        except Exception as exc:
+            if before is not None:
+                with contextlib.suppress(Exception):
+                    self._restore(before)
+            if isinstance(exc, HotsetError):
+                raise
+            raise HotsetError(
+                f"loader state: malformed ({type(exc).__name__}: {exc}); the loader is "
+                "left as it was"
+            ) from exc
+
+    def _restore(self, state: Mapping[str, Any]) -> None:
+        self._stop_iteration()
+        load_system_state(self.system, state["system_state"])
+        self._history = [EpochStats.from_state(s) for s in state["history"]]
+        self._coverage.load_state_dict(state["coverage"])
+        self._current = None
+        self._next_epoch = int(state["next_epoch"])
+        self._epoch_set = bool(state["epoch_set"])
+        self._pending_val = state["pending_val"]
+        if state["status"] == "idle":
+            self._status = "idle"
+            self._planner.epoch = int(state["epoch"])
+            self._start_state = None
+        else:
+            self._restore_epoch(state)
+        self._abandon_unwritten(clear=True)
+
+    def _restore_epoch(self, state: Mapping[str, Any]) -> None:
+        """A state saved mid-epoch (or at its end): begin it again and replay it."""
+        epoch = int(state["epoch"])
+        self._begin_epoch(epoch)
+        self._epoch_set = bool(state["epoch_set"])
+        self._pending_val = state["pending_val"]
+        fb = state["feedback"]
+        feedback = [
+            Feedback(int(t), np.asarray(i, dtype=np.int64), np.asarray(v, dtype=np.float64))
+            for t, i, v in zip(fb["tags"], fb["ids"], fb["losses"], strict=True)
+        ]
+        yielded = int(state["yielded"])
+        if yielded > self._planner.n_batches:
+            raise HotsetError(
+                f"loader state: yielded={yielded} batches, but epoch {epoch} has "
+                f"{self._planner.n_batches}"
+            )
+        self._planner.replay(yielded, feedback, [int(a) for a in fb["applied_at"]])
+        self._yielded = yielded
+        self._updates = int(state.get("updates", len(fb["tags"])))
+        self._outstanding[:] = np.asarray(state["outstanding"], dtype=np.int32)
+        if state["current"] is not None:
+            self._current = EpochStats.from_state(state["current"])
+        self._status = state["status"]
+        self._resumed = True

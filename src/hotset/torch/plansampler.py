@@ -1,0 +1,66 @@
+"""The DataLoader's sampler: each item is the next BatchPlan of the current epoch.
+
+The DataLoader runs with automatic batching off (``batch_size=None``), so the
+"index" it hands a worker is a whole :class:`~hotset.engine.plan.BatchPlan`,
+made lazily as the DataLoader asks for the next one: every policy call happens
+here, in the main process, in a fixed order. On its way out a plan picks up
+what the main process read for it ahead of time: its packages written
+(:mod:`hotset.torch.packing`), samples staged by read-ahead
+(:mod:`hotset.torch.readahead`) and whole units the prefetcher read
+(:mod:`hotset.torch.prefetch`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from torch.utils.data import Sampler
+
+from hotset.engine.planner import Planner
+from hotset.torch.packing import PackingThread
+from hotset.torch.prefetch import UnitPrefetcher
+from hotset.torch.readahead import ReadAhead
+
+
+class PlanSampler(Sampler[Any]):
+    """Plans, one per batch, with what the main process read ahead for them attached.
+
+    It holds the planner, not the loader: a loader -> DataLoader -> sampler ->
+    loader cycle would leave persistent workers to the cycle collector, which
+    may finalize the workers' queues before the iterator that shuts them down.
+    """
+
+    def __init__(
+        self,
+        planner: Planner,
+        readahead: ReadAhead,
+        prefetcher: UnitPrefetcher,
+        packages: PackingThread,
+    ) -> None:
+        self._planner = planner
+        self._readahead = readahead
+        self._prefetcher = prefetcher
+        self._packages = packages
+
+    def __iter__(self) -> Iterator[Any]:
+        ra = self._readahead
+        pf = self._prefetcher
+        for plan in self._planner.plans():
+            plan = self._packages.write(plan)  # a package with no file: its members alone
+            if len(plan.prefetch):
+                pf.submit(plan.prefetch.tolist())
+            if ra.active and len(plan.reads):
+                end = plan.index * self._planner.batch_size + len(plan)
+                staged = ra.take(dict.fromkeys(plan.reads.tolist()), frontier=end)
+                if staged:
+                    plan = dataclasses.replace(plan, staged=staged)
+            if int(plan.units.max(initial=-1)) >= 0:
+                wanted = plan.served_from_units
+                if len(wanted):
+                    plan = dataclasses.replace(plan, staged_units=pf.take(wanted.tolist()))
+            yield plan
+
+    def __len__(self) -> int:
+        return self._planner.n_batches - self._planner.planned

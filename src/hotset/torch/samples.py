@@ -1,0 +1,111 @@
+"""A batch's last step in the worker: its samples decoded and collated into ``x``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from hotset.errors import HotsetError, IntegrityError
+from hotset.torch.dataset import DecodeSpec, decode_sample
+from hotset.torch.reads import StoreReader
+
+__all__ = ["SampleDecoder", "identity_collate"]
+
+
+def identity_collate(batch: Any) -> Any:
+    """The DataLoader's collate_fn: a fetched plan is already a collated batch."""
+    return batch
+
+
+class SampleDecoder:
+    """Bytes to samples (the data set's decoding and transform), samples to a batch."""
+
+    def __init__(
+        self,
+        *,
+        keys: Sequence[str],
+        reader: StoreReader,
+        decode: DecodeSpec,
+        transform: Callable[[Any], Any] | None,
+        collate_fn: Callable[[list[Any]], Any] | None,
+    ) -> None:
+        self.keys = keys
+        self.reader = reader
+        self.decode = decode
+        self.transform = transform
+        #: the user's collate function for a batch's samples (None: see collate)
+        self.collate_fn = collate_fn
+
+    @property
+    def passes_bytes(self) -> bool:
+        """Whether a batch's ``x`` is its samples' bytes as they are (a list)."""
+        return self.decode == "bytes" and self.transform is None and self.collate_fn is None
+
+    def decode_one(self, data: bytes, sid: int) -> Any:
+        return decode_sample(self.decode, self.transform, data, self.keys[sid])
+
+    def decode_all(
+        self, sids: list[int], blobs: dict[int, bytes], info: dict[str, Any]
+    ) -> list[Any]:
+        """Each sample decoded; one whose bytes are not a valid encoding is read again.
+
+        With ``verify=False`` a cache entry is not hashed, so an entry another
+        client of the namespace overwrote reaches decoding: a user's item that is
+        not a valid encoding (:class:`~hotset.data.itemcodec.ItemDecodeError`)
+        is read from storage and decoded from there, counted as an integrity error
+        and a rebuild read, as a poisoned entry is with ``verify``. Bytes storage
+        itself returns that do not decode are a real data problem: raised.
+        """
+        out = []
+        for sid in sids:
+            try:
+                out.append(self.decode_one(blobs[sid], sid))
+            except IntegrityError:
+                fresh = self.reader.read_checked(sid)
+                if fresh == blobs[sid]:
+                    raise
+                blobs[sid] = fresh
+                info["integrity_errors"] += 1
+                info["rebuild_reads"] += 1
+                info["rebuild_bytes"] += len(fresh)
+                out.append(self.decode_one(fresh, sid))
+        return out
+
+    def collate(self, samples: list[Any]) -> Any:
+        """A batch's ``x``: the user's ``collate_fn``, else stacked tensors or arrays.
+
+        Samples of one shape are stacked; tensors or arrays of several shapes,
+        and bytes, stay a list. Anything else goes through torch's
+        ``default_collate`` (dicts, tuples, numbers), and what that cannot batch
+        (a ``PIL.Image`` without a ``ToTensor`` transform, say) is a clear error
+        naming the two fixes, rather than a list the model then chokes on.
+        """
+        if self.collate_fn is not None:
+            return self.collate_fn(samples)
+        import torch
+
+        if not samples:
+            return samples
+        if all(isinstance(s, torch.Tensor) for s in samples):
+            shape = samples[0].shape
+            return torch.stack(samples) if all(s.shape == shape for s in samples) else samples
+        if all(isinstance(s, np.ndarray) for s in samples):
+            shape = samples[0].shape
+            if all(s.shape == shape for s in samples):
+                return torch.from_numpy(np.stack(samples))
+            return samples
+        if all(isinstance(s, bytes | str) for s in samples):
+            return samples
+        from torch.utils.data import default_collate
+
+        try:
+            return default_collate(samples)
+        except (TypeError, RuntimeError) as exc:
+            kind = type(samples[0]).__name__
+            raise HotsetError(
+                f"cannot batch samples of type {kind}: give the loader collate_fn= (a "
+                "function from a list of samples to a batch), or a transform= that returns "
+                f"tensors (for PIL images, torchvision.transforms.ToTensor()); {exc}"
+            ) from None
