@@ -39,13 +39,14 @@ from hotset.cachestore.redis_store import RedisCache
 from hotset.cachestore.session import CacheSession, check_share_backend
 from hotset.data.digest import Digest, digest_for_job
 from hotset.data.package_writer import PackageWriter
+from hotset.engine.budget import Budget
+from hotset.engine.capabilities import Capabilities
 from hotset.engine.packages import PackageFiles
 from hotset.engine.planner import Planner
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.base import Budget
 from hotset.storage.local import LocalStore
-from hotset.systems.base import Capabilities, System
+from hotset.systems.base import System
 from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BatchFetcher, identity_collate

@@ -76,10 +76,10 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.cachestore.base import CacheKey, CacheStore
+from hotset.engine.outcome import N_OUTCOMES, Outcome
 from hotset.engine.plan import BatchPlan
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.base import N_OUTCOMES, Outcome
 from hotset.storage.base import Store
 from hotset.torch.cacheio import (
     BACKEND_ERRORS,

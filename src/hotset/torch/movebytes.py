@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import xxhash
 
 from hotset.cachestore.base import CacheKey
+from hotset.engine.outcome import Outcome
 from hotset.engine.plan import BatchPlan
-from hotset.policies.base import Outcome
 from hotset.torch.cacheio import CacheTurn
 
 if TYPE_CHECKING:

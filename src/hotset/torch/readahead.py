@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hotset.policies.base import IntArray
+from hotset.engine.arrays import IntArray
 
 
 @dataclass
