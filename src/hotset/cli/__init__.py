@@ -19,6 +19,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "data": ("hotset.cli.data", "data", "Make, import and verify datasets."),
     "simulate": ("hotset.cli.simulate", "simulate", "Replay traces or simulate training."),
     "systems": ("hotset.cli.systems", "systems", "List the named systems."),
+    "stores": ("hotset.cli.stores", "stores", "List the store presets and their sources."),
     "bench": ("hotset.cli.bench", "bench", "Run benchmark suites."),
     "demo": ("hotset.cli.demo", "demo", "Run the headline demo on a synthetic dataset."),
     "cache": ("hotset.cli.cache", "cache", "List and reclaim shm segments and Redis namespaces."),

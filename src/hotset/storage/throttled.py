@@ -85,6 +85,14 @@ def check_link_args(
     """
     if not isinstance(inner, Store):
         raise HotsetError(f"inner: expected a Store, got {inner!r}")
+    return check_link_numbers(latency_ms, bandwidth_mb_s, max_concurrency)
+
+
+def check_link_numbers(
+    latency_ms: object, bandwidth_mb_s: object, max_concurrency: object
+) -> tuple[float, float]:
+    """Validate the link model's numbers alone (a store preset checks them before any store
+    exists); returns (latency_ms, bandwidth_mb_s) as floats."""
     latency = _check_number("latency_ms", latency_ms, allow_inf=False)
     if latency < 0:
         raise HotsetError(f"latency_ms: must be >= 0, got {latency_ms!r}")
