@@ -19,6 +19,7 @@ consumed already).
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -49,6 +50,8 @@ def run(
     compute_ms: float = 20.0,
     seed: int = 0,
     progress: bool = True,
+    concurrency: int = 4,
+    bandwidth_mb_s: float = math.inf,
 ) -> dict[str, Any]:
     """The main grid, then the chunk-size sweep (at the first latency and the smallest
     cache share); one row per loader measured."""
@@ -86,7 +89,13 @@ def run(
                 file=sys.stderr,
             )
         result = loader_run(
-            latency_ms=latency, cache_frac=frac, systems=systems, chunk_size=chunk, **common
+            latency_ms=latency,
+            cache_frac=frac,
+            systems=systems,
+            chunk_size=chunk,
+            concurrency=concurrency,
+            bandwidth_mb_s=bandwidth_mb_s,
+            **common,
         )
         for row in with_rates(result["table"]):
             if part == "main" or row["name"] == "brand":
@@ -96,11 +105,17 @@ def run(
                 )
     return {
         "params": common
-        | {"sweep_latency_ms": sweep_latency_ms, "sweep_cache_frac": sweep_cache_frac},
+        | {"sweep_latency_ms": sweep_latency_ms, "sweep_cache_frac": sweep_cache_frac}
+        | {
+            "concurrency": concurrency,
+            "bandwidth_mb_s": None if math.isinf(bandwidth_mb_s) else bandwidth_mb_s,
+        },
         "table": table,
         "notes": [
             "Measured on this machine: one modeled storage server for the whole job (the "
-            "latency per request, 4 requests in flight across all workers), "
+            f"latency per request, {concurrency} requests in flight across all workers"
+            + ("" if math.isinf(bandwidth_mb_s) else f", one {bandwidth_mb_s:g} MB/s link")
+            + "), "
             f"{workers} DataLoader workers, batches of {batch_size}, a {compute_ms:g} ms "
             "sleep per batch as compute.",
             "The data set is packed as Brand §3.2 says: a seeded shuffle cut into chunks "

@@ -235,6 +235,7 @@ def run(
     *,
     latency_ms: float = 2.0,
     concurrency: int = 4,
+    bandwidth_mb_s: float = math.inf,
     workers: int = 4,
     batch_size: int = 64,
     compute_ms: float = 20.0,
@@ -281,7 +282,12 @@ def run(
         compute_s = compute_ms / 1000.0
 
         def throttled() -> SharedThrottledStore:
-            return SharedThrottledStore(inner, latency_ms=latency_ms, max_concurrency=concurrency)
+            return SharedThrottledStore(
+                inner,
+                latency_ms=latency_ms,
+                bandwidth_mb_s=bandwidth_mb_s,
+                max_concurrency=concurrency,
+            )
 
         common = {"workers": workers, "batch_size": batch_size, "epochs": epochs}
         table = [
@@ -307,6 +313,7 @@ def run(
         "params": {
             "latency_ms": latency_ms,
             "concurrency": concurrency,
+            "bandwidth_mb_s": None if math.isinf(bandwidth_mb_s) else bandwidth_mb_s,
             "workers": workers,
             "batch_size": batch_size,
             "compute_ms": compute_ms,
@@ -321,7 +328,9 @@ def run(
         "table": table,
         "notes": [
             f"one modeled server for the whole job: {latency_ms:g} ms per request, "
-            f"{concurrency} requests in flight across all {workers} workers (real clock)",
+            f"{concurrency} requests in flight across all {workers} workers"
+            + ("" if math.isinf(bandwidth_mb_s) else f", one {bandwidth_mb_s:g} MB/s link")
+            + " (real clock)",
             f"compute is a {compute_ms:g} ms sleep per batch; ceiling "
             f"{1000.0 * batch_size / compute_ms if compute_ms else math.inf:.0f} samples/s",
             "stall = time the loop waited in next(), worker start-up included",

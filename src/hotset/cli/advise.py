@@ -7,7 +7,12 @@ from pathlib import Path
 
 import click
 
+from hotset.cli.store_option import store_line, store_option
 from hotset.errors import HotsetError
+from hotset.storage.presets import StoreModel
+
+# Without --store, advise models what it always has (kept so earlier answers stay comparable).
+_DEFAULT_STORE = StoreModel(latency_ms=2.0, bandwidth_mb_s=100.0, max_concurrency=4)
 
 _COLUMNS = (
     ("size", "cache_frac", "{:.0%}"),
@@ -49,8 +54,25 @@ def _floats(text: str, option: str) -> list[float]:
 @click.option("--target", type=float, default=0.8, show_default=True, help="Hit ratio wanted.")
 @click.option("--epochs", type=click.IntRange(min=2), default=4, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--latency-ms", type=click.FloatRange(min=0), default=2.0, show_default=True)
-@click.option("--bandwidth-mb-s", type=click.FloatRange(min=0, min_open=True), default=100.0)
+@store_option
+@click.option(
+    "--latency-ms",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Per request [default: the --store preset's, else 2].",
+)
+@click.option(
+    "--bandwidth-mb-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Link bandwidth [default: the --store preset's, else 100].",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Requests in flight [default: the --store preset's, else 4].",
+)
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option(
     "--json",
@@ -68,8 +90,10 @@ def advise(
     target: float,
     epochs: int,
     seed: int,
-    latency_ms: float,
-    bandwidth_mb_s: float,
+    store_preset: str | None,
+    latency_ms: float | None,
+    bandwidth_mb_s: float | None,
+    concurrency: int | None,
     plot: Path | None,
     as_json: Path | None,
 ) -> None:
@@ -82,26 +106,36 @@ def advise(
     smallest size reaching --target. Sizes are fractions in (0, 1] of the
     training bytes in the manifest.
 
-    Modeled time: a virtual-clock store at --latency-ms per request and
-    --bandwidth-mb-s, 4 requests in flight, no compute; each step waits for its
-    misses. Knee: the size farthest above the chord joining the curve's ends
+    Modeled time: a virtual-clock store (--store PRESET, or --latency-ms per
+    request, --bandwidth-mb-s, --concurrency in flight; by default 2 ms, 100 MB/s,
+    4 in flight), no compute; each step waits for its misses. Knee: the size farthest above the chord joining the curve's ends
     (both axes scaled to [0, 1]).
     """
     from hotset.sim.advise import KNEE_NOTE, MODEL_NOTE
     from hotset.sim.advise import advise as run_advise
+    from hotset.storage.presets import resolve_store
     from hotset.systems.registry import split_systems
 
+    store = resolve_store(
+        store_preset,
+        latency_ms=latency_ms,
+        bandwidth_mb_s=bandwidth_mb_s,
+        max_concurrency=concurrency,
+        default=_DEFAULT_STORE,
+    )
     result = run_advise(
         dataset,
         systems=split_systems(systems),
         fracs=_floats(sizes, "--sizes"),
         epochs=epochs,
         seed=seed,
-        latency_ms=latency_ms,
-        bandwidth_mb_s=bandwidth_mb_s,
+        latency_ms=store.latency_ms,
+        bandwidth_mb_s=store.bandwidth_mb_s,
+        concurrency=store.max_concurrency,
         target=target,
         progress=True,
     )
+    result["store"] = store.as_dict()
     if as_json is not None and str(as_json) == "-":
         click.echo(json.dumps(result, indent=2))
         if plot is not None:
@@ -143,7 +177,14 @@ def advise(
         "belady (run): Belady's MIN on each row's own requests over all epochs, the bound on "
         "exact (run); exact hits and substituted count epochs 2..E (the first only fills)."
     )
-    click.echo(MODEL_NOTE.format(latency_ms=latency_ms, bandwidth_mb_s=bandwidth_mb_s))
+    click.echo(
+        MODEL_NOTE.format(
+            latency_ms=store.latency_ms,
+            bandwidth_mb_s=store.bandwidth_mb_s,
+            concurrency=store.max_concurrency,
+        )
+    )
+    click.echo(store_line(store))
     if plot is not None:
         from hotset.bench.hitratio import plot as draw
 

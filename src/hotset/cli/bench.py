@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from hotset.bench.loader import DEFAULT_SYSTEMS as LOADER_SYSTEMS
+from hotset.cli.store_option import store_line, store_option
 from hotset.errors import HotsetError
 
 # suites that live in their own CLI module: name -> module exposing ``command``
@@ -213,15 +214,25 @@ def store(
 
 
 @bench.command("loader")
+@store_option
 @click.option(
     "--latency-ms",
     "latencies",
-    default="0.5,2,10",
-    show_default=True,
-    help="Per-request latency; a comma list runs one table per value.",
+    default=None,
+    help="Per-request latency; a comma list runs one table per value "
+    "[default: the --store preset's, else 0.5,2,10].",
 )
 @click.option(
-    "--concurrency", type=int, default=4, show_default=True, help="Requests in flight, job-wide."
+    "--concurrency",
+    type=int,
+    default=None,
+    help="Requests in flight, job-wide [default: the --store preset's, else 4].",
+)
+@click.option(
+    "--bandwidth-mb-s",
+    type=float,
+    default=None,
+    help="One link shared by all requests [default: the --store preset's, else unlimited].",
 )
 @click.option("--workers", type=int, default=4, show_default=True)
 @click.option("--batch-size", type=int, default=64, show_default=True)
@@ -242,8 +253,10 @@ def store(
 @click.option("--json", "as_json", is_flag=True)
 @root_option
 def loader(
-    latencies: str,
-    concurrency: int,
+    store_preset: str | None,
+    latencies: str | None,
+    concurrency: int | None,
+    bandwidth_mb_s: float | None,
     workers: int,
     batch_size: int,
     compute_ms: float,
@@ -258,10 +271,18 @@ def loader(
 ) -> None:
     """Real-clock throughput and stall: torch DataLoader, hotset systems, no-I/O."""
     from hotset.bench.workloads import parse_floats
+    from hotset.cli.bench_store import bench_stores
 
-    values = parse_floats(latencies, option="--latency-ms")
-    if min(values) < 0:
+    values = None if latencies is None else parse_floats(latencies, option="--latency-ms")
+    if values and min(values) < 0:
         raise HotsetError(f"--latency-ms: expected non-negative numbers, got {latencies!r}")
+    stores = bench_stores(
+        store_preset,
+        latencies=values,
+        default_latencies=(0.5, 2.0, 10.0),
+        bandwidth_mb_s=bandwidth_mb_s,
+        concurrency=concurrency,
+    )
     from hotset.bench.loader import run, with_rates
     from hotset.systems.registry import split_systems
 
@@ -269,11 +290,13 @@ def loader(
     table: list[dict[str, Any]] = []
     runs = []
     notes: list[str] = []
-    for latency in values:
+    for store in stores:
+        latency = store.latency_ms
         click.echo(f"loader benchmark at {latency:g} ms per request ...", err=True)
         result = run(
             latency_ms=latency,
-            concurrency=concurrency,
+            concurrency=store.max_concurrency,
+            bandwidth_mb_s=store.bandwidth_mb_s,
             workers=workers,
             batch_size=batch_size,
             compute_ms=compute_ms,
@@ -286,4 +309,8 @@ def loader(
         runs.append(result)
         table += [{"latency_ms": latency} | row for row in with_rates(result["table"])]
         notes += [note for note in result.get("notes", []) if note not in notes]
-    finish(name, {"table": table, "notes": notes, "runs": runs}, root, as_json)
+    if not as_json:
+        click.echo(store_line(stores))
+    described = [s.as_dict() for s in stores]
+    result = {"table": table, "notes": notes, "runs": runs, "store": described}
+    finish(name, result, root, as_json)

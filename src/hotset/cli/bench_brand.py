@@ -7,10 +7,29 @@ from pathlib import Path
 import click
 
 from hotset.cli.bench import finish, root_option
+from hotset.cli.store_option import store_line, store_option
 
 
 @click.command("brand")
-@click.option("--latency-ms", "latencies", default="2,10", show_default=True)
+@store_option
+@click.option(
+    "--latency-ms",
+    "latencies",
+    default=None,
+    help="Comma list [default: the --store preset's, else 2,10].",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Requests in flight, job-wide [default: the --store preset's, else 4].",
+)
+@click.option(
+    "--bandwidth-mb-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="One shared link [default: the --store preset's, else unlimited].",
+)
 @click.option("--cache-fracs", default="0.1,0.2", show_default=True)
 @click.option("--chunk-sizes", default="8,16,32,64,128", show_default=True)
 @click.option("--n", "n", type=click.IntRange(min=256), default=4000, show_default=True)
@@ -20,7 +39,10 @@ from hotset.cli.bench import finish, root_option
 @click.option("--json", "as_json", is_flag=True)
 @root_option
 def command(
-    latencies: str,
+    store_preset: str | None,
+    latencies: str | None,
+    concurrency: int | None,
+    bandwidth_mb_s: float | None,
     cache_fracs: str,
     chunk_sizes: str,
     n: int,
@@ -33,9 +55,20 @@ def command(
     """Samples/s vs torch and no-I/O, hits, substitutions and wasted reads, measured."""
     from hotset.bench.brand import run
     from hotset.bench.workloads import parse_floats, parse_ints
+    from hotset.cli.bench_store import bench_stores
 
+    stores = bench_stores(
+        store_preset,
+        latencies=None if latencies is None else parse_floats(latencies, option="--latency-ms"),
+        default_latencies=(2.0, 10.0),
+        bandwidth_mb_s=bandwidth_mb_s,
+        concurrency=concurrency,
+    )
+    # every latency shares the bandwidth and concurrency (bench_stores gives them all)
     result = run(
-        latencies=parse_floats(latencies, option="--latency-ms"),
+        latencies=[s.latency_ms for s in stores],
+        concurrency=stores[0].max_concurrency,
+        bandwidth_mb_s=stores[0].bandwidth_mb_s,
         cache_fracs=parse_floats(cache_fracs, option="--cache-fracs"),
         chunk_sizes=parse_ints(chunk_sizes, option="--chunk-sizes"),
         n=n,
@@ -43,4 +76,7 @@ def command(
         workers=workers,
         progress=progress,
     )
+    result["store"] = [s.as_dict() for s in stores]
+    if not as_json:
+        click.echo(store_line(stores))
     finish("brand", result, root, as_json)

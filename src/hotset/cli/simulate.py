@@ -31,12 +31,16 @@ from hotset.cli.simulate_common import (
     parse_options,
     split_list,
 )
+from hotset.cli.store_option import store_line, store_option
 from hotset.errors import HotsetError
+from hotset.storage.presets import StoreModel, resolve_store
 
 # the helpers moved to simulate_common; these names stay importable from here
 __all__ = ["cell", "echo_rows", "emit_json", "parse_option_value", "parse_options", "simulate"]
 
 _SYSTEM_DEFAULT_EPOCHS = 15
+# Without --store, --system and --nodes model what they always have.
+_DEFAULT_STORE = StoreModel(latency_ms=2.0, bandwidth_mb_s=100.0, max_concurrency=4)
 _SAMPLER_DEFAULT_EPOCHS = 1
 
 #: the per-epoch columns of the live mode's default table; ``-v`` prints every counter
@@ -94,9 +98,16 @@ LIVE_TOTALS = (
 @click.option("--batch-size", type=int, default=128, show_default=True)
 @click.option("--lr", type=float, default=0.05, show_default=True)
 @click.option("--val-frac", type=float, default=0.1, show_default=True)
-@click.option("--latency-ms", type=float, default=2.0, show_default=True)
-@click.option("--bandwidth-mb-s", type=float, default=100.0, show_default=True)
-@click.option("--concurrency", type=int, default=4, show_default=True)
+@store_option
+@click.option(
+    "--latency-ms", type=float, help="Per request [default: the --store preset's, else 2]."
+)
+@click.option(
+    "--bandwidth-mb-s", type=float, help="Link bandwidth [default: the --store preset's, else 100]."
+)
+@click.option(
+    "--concurrency", type=int, help="Requests in flight [default: the --store preset's, else 4]."
+)
 @click.option(
     "--compute-ms-per-batch",
     type=float,
@@ -141,9 +152,10 @@ def simulate(
     batch_size: int,
     lr: float,
     val_frac: float,
-    latency_ms: float,
-    bandwidth_mb_s: float,
-    concurrency: int,
+    store_preset: str | None,
+    latency_ms: float | None,
+    bandwidth_mb_s: float | None,
+    concurrency: int | None,
     compute_ms_per_batch: float,
     nodes: int | None,
     scope: str,
@@ -175,6 +187,16 @@ def simulate(
             "give exactly one of --trace, --sampler or --system"
             + (f" (got {', '.join(modes)})" if modes else "")
         )
+    if store_preset is not None and system is None:
+        raise click.UsageError("--store goes with --system (replay counts hits, not seconds)")
+    if system is not None:
+        store = resolve_store(
+            store_preset,
+            latency_ms=latency_ms,
+            bandwidth_mb_s=bandwidth_mb_s,
+            max_concurrency=concurrency,
+            default=_DEFAULT_STORE,
+        )
     if nodes is not None:
         assert system is not None  # checked before the modes
         from hotset.cli.simulate_nodes import run_nodes_from_options
@@ -195,9 +217,9 @@ def simulate(
             batch_size=batch_size,
             options=parse_options(option_pairs),
             costs={
-                "storage_latency_ms": latency_ms,
-                "storage_mb_s": bandwidth_mb_s,
-                "storage_concurrency": concurrency,
+                "storage_latency_ms": store.latency_ms,
+                "storage_mb_s": store.bandwidth_mb_s,
+                "storage_concurrency": store.max_concurrency,
                 "net_latency_ms": net_latency_ms,
                 "net_gb_s": net_gb_s,
                 "compute_ms_per_batch": compute_ms_per_batch,
@@ -223,9 +245,7 @@ def simulate(
             batch_size=batch_size,
             lr=lr,
             val_frac=val_frac,
-            latency_ms=latency_ms,
-            bandwidth_mb_s=bandwidth_mb_s,
-            concurrency=concurrency,
+            store=store,
             compute_ms_per_batch=compute_ms_per_batch,
             options=parse_options(option_pairs),
             progress=progress,
@@ -363,9 +383,7 @@ def _run_system(
     batch_size: int,
     lr: float,
     val_frac: float,
-    latency_ms: float,
-    bandwidth_mb_s: float,
-    concurrency: int,
+    store: StoreModel,
     compute_ms_per_batch: float,
     options: dict[str, Any],
     progress: bool,
@@ -397,13 +415,14 @@ def _run_system(
         batch_size=batch_size,
         lr=lr,
         val_frac=val_frac,
-        latency_ms=latency_ms,
-        bandwidth_mb_s=bandwidth_mb_s,
-        concurrency=concurrency,
+        latency_ms=store.latency_ms,
+        bandwidth_mb_s=store.bandwidth_mb_s,
+        concurrency=store.max_concurrency,
         compute_ms_per_batch=compute_ms_per_batch,
         options=options,
         progress=progress,
     )
+    result["store"] = store.as_dict()
     text = json.dumps(result)
     if plot is not None:
         from hotset.sim.plot import plot_epochs
@@ -413,6 +432,7 @@ def _run_system(
     if emit_json(text, out=out, as_json=as_json):
         return
     _print_live(result, verbose=verbose)
+    click.echo(store_line(store))
 
 
 def _print_live(result: dict[str, Any], *, verbose: bool) -> None:

@@ -54,7 +54,7 @@ DEFAULT_FRACS = (0.05, 0.1, 0.2, 0.4, 0.6, 0.8)
 # Shown with every table, so a reader never takes modeled seconds for measured ones.
 MODEL_NOTE = (
     "Simulated: a virtual-clock store at {latency_ms:g} ms per request and "
-    "{bandwidth_mb_s:g} MB/s, 4 requests in flight, no compute time; each step waits "
+    "{bandwidth_mb_s:g} MB/s, {concurrency} requests in flight, no compute time; each step waits "
     "for its misses, so modeled epoch seconds are the I/O wait of an epoch, not measured."
 )
 KNEE_NOTE = (
@@ -138,6 +138,7 @@ def advise(
     seed: int = 0,
     latency_ms: float = 2.0,
     bandwidth_mb_s: float = 100.0,
+    concurrency: int = 4,
     target: float = 0.8,
     progress: bool = False,
 ) -> dict[str, Any]:
@@ -182,6 +183,7 @@ def advise(
             workload=path.name,
             latency_ms=latency_ms,
             bandwidth_mb_s=bandwidth_mb_s,
+            concurrency=concurrency,
         )
         later = cell.pop("per_epoch")[1:]
         cell["cache_bytes"] = math.floor(frac * train_bytes)
@@ -212,13 +214,16 @@ def advise(
             "seed": seed,
             "latency_ms": latency_ms,
             "bandwidth_mb_s": bandwidth_mb_s,
+            "concurrency": concurrency,
             "target": target,
         },
         "train_bytes": train_bytes,
         "table": rows,
         "summary": summary,
         "notes": [
-            MODEL_NOTE.format(latency_ms=latency_ms, bandwidth_mb_s=bandwidth_mb_s),
+            MODEL_NOTE.format(
+                latency_ms=latency_ms, bandwidth_mb_s=bandwidth_mb_s, concurrency=concurrency
+            ),
             KNEE_NOTE,
             "exact_hit_ratio, substitution_ratio and reads count epochs 2..E (the first fills); "
             "unique_ids_trained_after_first is coverage; belady_hit_ratio_all is Belady's MIN "

@@ -75,6 +75,7 @@ def run_one(
     workload: str,
     latency_ms: float = 2.0,
     bandwidth_mb_s: float = 100.0,
+    concurrency: int = 4,
 ) -> dict[str, Any]:
     """One (workload, system, fraction) cell: its counts and its Belady bound.
 
@@ -96,6 +97,7 @@ def run_one(
         record_accesses=True,
         latency_ms=latency_ms,
         bandwidth_mb_s=bandwidth_mb_s,
+        concurrency=concurrency,
     )
     accesses = result.pop("accesses")
     trace = np.concatenate([np.asarray(a, dtype=np.int64) for a in accesses])
