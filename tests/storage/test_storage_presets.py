@@ -109,21 +109,20 @@ def test_an_unknown_preset_is_named_with_the_valid_ones() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "named"),
+    ("latency", "bandwidth", "concurrency", "named"),
     [
-        ({"latency_ms": -1.0}, "latency_ms"),
-        ({"bandwidth_mb_s": 0.0}, "bandwidth_mb_s"),
-        ({"max_concurrency": 0}, "max_concurrency"),
+        (-1.0, None, None, "latency_ms"),
+        (None, 0.0, None, "bandwidth_mb_s"),
+        (None, None, 0, "max_concurrency"),
     ],
 )
-def test_a_bad_override_is_named(kwargs: dict[str, float], named: str) -> None:
-    values: dict[str, float | None] = {
-        "latency_ms": None,
-        "bandwidth_mb_s": None,
-        "max_concurrency": None,
-    } | kwargs
+def test_a_bad_override_is_named(
+    latency: float | None, bandwidth: float | None, concurrency: int | None, named: str
+) -> None:
     with pytest.raises(HotsetError, match=named):
-        resolve_store("s3-small", **values)  # type: ignore[arg-type]
+        resolve_store(
+            "s3-small", latency_ms=latency, bandwidth_mb_s=bandwidth, max_concurrency=concurrency
+        )
 
 
 def test_describe_names_the_preset_or_says_there_is_none() -> None:
