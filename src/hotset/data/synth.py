@@ -292,9 +292,7 @@ def _make_synth(
             stop = min(start + _CHUNK, cfg.n)
             pixels = _render_chunk(cfg, truth, protos, start, stop)
             pending.append(
-                pool.submit(
-                    _encode_chunk, build, keys[start:stop], pixels, cfg, start, targets
-                )
+                pool.submit(_encode_chunk, build, keys[start:stop], pixels, cfg, start, targets)
             )
             # keep at most ~2 chunks per worker in flight so memory stays flat
             while len(pending) > 2 * workers:
