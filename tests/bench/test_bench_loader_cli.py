@@ -38,3 +38,22 @@ def test_bad_latency_list_is_a_one_line_error(capsys: pytest.CaptureFixture[str]
         main(["bench", "loader", "--latency-ms", "2,fast"])
     assert exc.value.code == 2
     assert "--latency-ms" in capsys.readouterr().err
+
+
+def test_sizes_imagenet_moves_imagenet_like_bytes(tmp_path: Path) -> None:
+    args = [
+        "bench", "loader", "--latency-ms", "0.5", "--n", "200", "--epochs", "1",
+        "--workers", "0", "--batch-size", "16", "--compute-ms", "0", "--systems", "lru",
+        "--cache-frac", "0.4", "--json",
+    ]  # fmt: skip
+    # 40%: a 20% cache of 200 ImageNet-sized samples (4.5 MB) is less than the 16 largest
+    means = {}
+    for sizes in ("small", "imagenet"):
+        root = tmp_path / sizes
+        main([*args, "--root", str(root), "--sizes", sizes])
+        doc = json.loads((root / "benchmarks" / "results" / "loader.json").read_text())
+        params = doc["result"]["runs"][0]["params"]
+        assert params["sizes"] == sizes
+        means[sizes] = params["mean_sample_bytes"]
+    assert means["small"] < 2_000  # 16x16 PNGs, as before
+    assert 80_000 < means["imagenet"] < 140_000  # n=200 of the mean-110 kB log-normal

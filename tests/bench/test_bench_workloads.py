@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hotset.bench.workloads import parse_floats, parse_ints, parse_list
@@ -42,3 +43,20 @@ def test_a_workload_is_packed_only_for_systems_that_read_chunks(tmp_path: Path) 
     layout = load_layout(packed)
     assert packed == plain and layout is not None and layout.chunk_size == 64
     assert workload_dir("digits", data_dir=tmp_path, packed=True) == packed  # reused as is
+
+
+def test_imagenet_like_workload_is_generated_once_with_its_stated_sizes(tmp_path: Path) -> None:
+    from hotset.bench.workloads import IMAGENET_LIKE_N, WORKLOADS, workload_dir
+    from hotset.data.manifest import Manifest
+
+    assert "imagenet-like" in WORKLOADS
+    path = workload_dir("imagenet-like", data_dir=tmp_path, synth_n=300)
+    assert path == tmp_path / f"imagenet-like-{IMAGENET_LIKE_N}"
+    manifest = Manifest.load(path)
+    sizes = np.asarray(manifest.sizes)
+    assert len(manifest) == IMAGENET_LIKE_N == 2000  # its own size, whatever synth_n says
+    assert sizes.mean() == pytest.approx(110_000, rel=0.05)
+    assert manifest.meta["sizes"]["model"] == "imagenet"
+    stamp = (path / "manifest.csv").stat().st_mtime_ns
+    assert workload_dir("imagenet-like", data_dir=tmp_path) == path
+    assert (path / "manifest.csv").stat().st_mtime_ns == stamp  # reused, not rewritten

@@ -248,14 +248,19 @@ def run(
     seed: int = 0,
     dataset: str | None = None,
     chunk_size: int = 64,
+    sizes: str = "small",
 ) -> dict[str, Any]:
     """Measure every row once; ``dataset`` (a directory) skips generating a synthetic one.
+
+    ``sizes="imagenet"`` pads the generated samples to ImageNet-like byte sizes
+    (:mod:`hotset.data.sizes`: log-normal, mean 110 kB) with the same pixels.
 
     A generated data set is packed (a seeded shuffle cut into ``chunk_size`` chunks)
     when a system reads whole chunks; the others read its sample files as before.
     """
     from hotset.bench.workloads import ensure_packed, needs_chunks
     from hotset.data import SynthConfig, make_synth
+    from hotset.data.sizes import size_model
     from hotset.storage.local import LocalStore
     from hotset.storage.shared_throttle import SharedThrottledStore
     from hotset.systems.registry import parse_system
@@ -267,11 +272,13 @@ def run(
         raise HotsetError(f"cache_frac must be in (0, 1], got {cache_frac!r}")
     if epochs < 1 or workers < 0 or batch_size < 1 or compute_ms < 0:
         raise HotsetError("epochs and batch_size must be >= 1, workers and compute_ms >= 0")
+    size_model(sizes)  # an unknown name fails before any work
     chunked = needs_chunks(systems)
     with tempfile.TemporaryDirectory(prefix="hotset-bench-") as tmp:
         if dataset is None:
             dataset = str(Path(tmp) / "synth")
-            make_synth(dataset, SynthConfig(n=n, image_size=image_size, seed=seed), workers=1)
+            cfg = SynthConfig(n=n, image_size=image_size, seed=seed, sizes=sizes)
+            make_synth(dataset, cfg, workers=1)
             if chunked:
                 ensure_packed(dataset, chunk_size=chunk_size, seed=seed)
         # the modeled server below stands for the store: no retries around the files
@@ -324,6 +331,8 @@ def run(
             "io_threads": io_threads,
             "seed": seed,
             "chunk_size": chunk_size if chunked else None,
+            "sizes": sizes,
+            "mean_sample_bytes": round(manifest.total_bytes / len(manifest)),
         },
         "table": table,
         "notes": [

@@ -249,6 +249,13 @@ def store(
     help="Comma list; NAME[option=value,...] sets a system's options.",
 )
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--sizes",
+    type=click.Choice(["small", "imagenet"]),
+    default="small",
+    show_default=True,
+    help="imagenet: samples padded to ImageNet-like sizes (log-normal, mean 110 kB).",
+)
 @name_option("loader")
 @click.option("--json", "as_json", is_flag=True)
 @root_option
@@ -265,6 +272,7 @@ def loader(
     epochs: int,
     systems: str,
     seed: int,
+    sizes: str,
     name: str,
     as_json: bool,
     root: Path,
@@ -305,6 +313,7 @@ def loader(
             epochs=epochs,
             systems=names,
             seed=seed,
+            sizes=sizes,
         )
         runs.append(result)
         table += [{"latency_ms": latency} | row for row in with_rates(result["table"])]

@@ -12,6 +12,10 @@ an importance scorer ranks high.
 Determinism: the per-sample parameters come from ``default_rng([seed, 1])`` and
 the pixels of chunk ``c`` (ids ``c*1000 ..``) from ``default_rng([seed, 2, c])``,
 so the bytes depend on the arguments only, never on threads or timing.
+
+``sizes="imagenet"`` pads every encoded image to a byte size drawn from a
+seeded log-normal with ImageNet's mean (:mod:`hotset.data.sizes`), where its
+decoder skips the padding: same pixels and labels, realistic bytes to move.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from hotset.data.manifest import Manifest, content_hash
+from hotset.data.sizes import pad_to, size_model
 from hotset.data.writer import FILES_PER_FOLDER, DatasetDir, check_format, encode_image, sample_key
 from hotset.errors import HotsetError
 
@@ -50,6 +55,7 @@ class SynthConfig:
     seed: int = 0
     format: str = "png"
     channels: int = 3
+    sizes: str = "small"
 
     def __post_init__(self) -> None:
         if not isinstance(self.n, int) or self.n < 1:
@@ -65,6 +71,7 @@ class SynthConfig:
         check_format(self.format)
         if self.channels not in (1, 3):
             raise HotsetError(f"--channels must be 1 or 3, got {self.channels!r}")
+        size_model(self.sizes)
 
 
 @dataclass(frozen=True)
@@ -196,11 +203,19 @@ def _render_chunk(
 
 
 def _encode_chunk(
-    out: DatasetDir, keys: list[str], pixels: np.ndarray, fmt: str
+    out: DatasetDir,
+    keys: list[str],
+    pixels: np.ndarray,
+    cfg: SynthConfig,
+    start: int,
+    targets: np.ndarray | None,
 ) -> tuple[list[int], list[str]]:
     sizes, hashes = [], []
-    for key, px in zip(keys, pixels, strict=True):
-        data = encode_image(px, fmt)
+    for offset, (key, px) in enumerate(zip(keys, pixels, strict=True)):
+        data = encode_image(px, cfg.format)
+        if targets is not None:
+            i = start + offset
+            data = pad_to(data, int(targets[i]), cfg.format, seed=cfg.seed, sample_id=i)
         out.write(key, data)
         sizes.append(len(data))
         hashes.append(content_hash(data))
@@ -208,7 +223,7 @@ def _encode_chunk(
 
 
 def meta_for(cfg: SynthConfig) -> dict[str, Any]:
-    return {
+    meta: dict[str, Any] = {
         "format": cfg.format,
         "image_size": cfg.image_size,
         "channels": cfg.channels,
@@ -219,6 +234,10 @@ def meta_for(cfg: SynthConfig) -> dict[str, Any]:
         "synth": {"n": cfg.n, "noise": cfg.noise, "difficulty_beta": list(_BETA)},
         "truth_file": TRUTH_FILE,
     }
+    model = size_model(cfg.sizes)
+    if model is not None:  # only then: the small sets' dataset.json stays as it was
+        meta["sizes"] = {"model": cfg.sizes, **model.describe()}
+    return meta
 
 
 def make_synth(
@@ -256,6 +275,8 @@ def _make_synth(
     truth = ground_truth(cfg)
     protos = prototypes(cfg)
     keys = [sample_key(i, cfg.n, cfg.format) for i in range(cfg.n)]
+    model = size_model(cfg.sizes)
+    targets = None if model is None else model.draw(cfg.n, cfg.seed)
     workers = workers if workers is not None else max(1, min(4, os.cpu_count() or 1))
     sizes: list[int] = []
     hashes: list[str] = []
@@ -270,7 +291,9 @@ def _make_synth(
         for start in range(0, cfg.n, _CHUNK):
             stop = min(start + _CHUNK, cfg.n)
             pixels = _render_chunk(cfg, truth, protos, start, stop)
-            pending.append(pool.submit(_encode_chunk, build, keys[start:stop], pixels, cfg.format))
+            pending.append(
+                pool.submit(_encode_chunk, build, keys[start:stop], pixels, cfg, start, targets)
+            )
             # keep at most ~2 chunks per worker in flight so memory stays flat
             while len(pending) > 2 * workers:
                 _collect(pending.pop(0), sizes, hashes, bar)
