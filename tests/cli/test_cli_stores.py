@@ -189,3 +189,30 @@ def test_bench_brand_models_the_preset_and_reports_it(tmp_path: Path) -> None:
     assert result["store"][0]["preset"] == "nfs-10gbe"
     assert (result["params"]["concurrency"], result["params"]["bandwidth_mb_s"]) == (8, 1250.0)
     assert "8 requests in flight across all workers, one 1250 MB/s link" in result["notes"][0]
+
+
+def _hitratio(tmp_path: Path, *extra: str) -> dict[str, object]:
+    args = ["bench", "hitratio", "--workloads", "synth", "--synth-n", "200", "--systems", "lru"]
+    args += ["--fracs", "0.3", "--epochs", "2", "--data-dir", str(tmp_path / "data")]
+    result = CliRunner().invoke(cli, [*args, "--root", str(tmp_path), *extra, "--json"])
+    assert result.exit_code == 0, result.output
+    doc: dict[str, object] = json.loads(result.stdout)
+    return doc
+
+
+def test_bench_hitratio_models_the_preset_and_keeps_its_default(tmp_path: Path) -> None:
+    s3 = _hitratio(tmp_path, "--store", "s3-small")
+    plain = _hitratio(tmp_path)
+    assert s3["params"]["store"]["preset"] == "s3-small"  # type: ignore[index]
+    assert plain["params"]["store"] == {  # type: ignore[index]
+        "preset": None,
+        "latency_ms": 2.0,
+        "bandwidth_mb_s": 100.0,
+        "max_concurrency": 4,
+    }
+    # the same decisions, read from a slower store: the modeled epoch takes longer
+    (fast,), (slow,) = plain["table"], s3["table"]  # type: ignore[misc]
+    assert slow["exact_hit_ratio"] == fast["exact_hit_ratio"]
+    assert slow["reads_per_epoch_after_first"] == fast["reads_per_epoch_after_first"]
+    assert slow["modeled_epoch_seconds_after_first"] > fast["modeled_epoch_seconds_after_first"]
+    assert "s3-small (30 ms, 1250 MB/s, 16 in flight)" in s3["notes"][0]  # type: ignore[index]

@@ -14,6 +14,7 @@ from typing import Any
 
 from hotset.bench.workloads import needs_chunks, workload_dir
 from hotset.sim.cell import belady_hits, needs_training, run_one
+from hotset.storage.presets import StoreModel
 
 # the cell's parts, re-exported: they were defined here before hotset.sim.cell
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
 
 DEFAULT_SYSTEMS = ("pytorch", "fifo", "lru", "lfu", "minio", "sh_lru", "shade", "emul_quiv")
 DEFAULT_FRACS = (0.1, 0.2, 0.4, 0.6, 0.8)
+#: the store this suite models without ``--store`` (what its committed results used)
+DEFAULT_STORE = StoreModel(latency_ms=2.0, bandwidth_mb_s=100.0, max_concurrency=4)
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
@@ -72,8 +75,10 @@ def run(
     synth_n: int = 20_000,
     figure: Path | None = None,
     progress: bool = True,
+    store: StoreModel = DEFAULT_STORE,
 ) -> dict[str, Any]:
-    """Every cell of the sweep, a flat table, and the figure."""
+    """Every cell of the sweep, a flat table, and the figure; ``store`` is the modeled
+    store every run reads from (the default is what this suite always modeled)."""
     from tqdm import tqdm
 
     from hotset.systems.registry import parse_system
@@ -92,7 +97,15 @@ def run(
         bar.set_postfix_str(f"{workload} {system} {frac}")
         rows.append(
             run_one(
-                system, dirs[workload], cache_frac=frac, epochs=epochs, seed=seed, workload=workload
+                system,
+                dirs[workload],
+                cache_frac=frac,
+                epochs=epochs,
+                seed=seed,
+                workload=workload,
+                latency_ms=store.latency_ms,
+                bandwidth_mb_s=store.bandwidth_mb_s,
+                concurrency=store.max_concurrency,
             )
         )
     if figure is not None:
@@ -106,12 +119,14 @@ def run(
             "epochs": epochs,
             "seed": seed,
             "synth_n": synth_n,
+            "store": store.as_dict(),
         },
         "table": table,
         "runs": rows,
         "notes": [
-            "Simulated I/O: each run is the live-training simulator (virtual-clock store, 2 ms per "
-            "request, 4 in flight); hits, substitutions and reads are counted decisions and real reads.",
+            "Simulated I/O: each run is the live-training simulator (virtual-clock store, "
+            f"{store.describe()}); hits, substitutions and reads are counted decisions and "
+            "real reads.",
             "trained=True rows trained a real model (their order comes from its losses); "
             "trained=False rows are baselines whose decisions cannot depend on training, run "
             "without the model (tests/sim/test_sim_live.py holds them equal to trained runs).",

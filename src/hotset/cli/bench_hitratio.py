@@ -8,6 +8,7 @@ import click
 
 from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_floats, parse_list
 from hotset.cli.bench import finish, name_option, root_option
+from hotset.cli.store_option import store_line, store_option
 from hotset.errors import HotsetError
 from hotset.systems.registry import split_systems
 
@@ -28,6 +29,25 @@ from hotset.systems.registry import split_systems
     show_default=True,
     help="Where the workloads are generated once and reused.",
 )
+@store_option
+@click.option(
+    "--latency-ms",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Per request [default: the --store preset's, else 2].",
+)
+@click.option(
+    "--bandwidth-mb-s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="One shared link [default: the --store preset's, else 100].",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Requests in flight [default: the --store preset's, else 4].",
+)
 @name_option("hitratio")
 @click.option("--json", "as_json", is_flag=True)
 @root_option
@@ -39,13 +59,25 @@ def command(
     seed: int,
     synth_n: int,
     data_dir: Path,
+    store_preset: str | None,
+    latency_ms: float | None,
+    bandwidth_mb_s: float | None,
+    concurrency: int | None,
     name: str,
     as_json: bool,
     root: Path,
 ) -> None:
     """Exact hits, substitutions and storage reads per system and cache size."""
-    from hotset.bench.hitratio import DEFAULT_SYSTEMS, run
+    from hotset.bench.hitratio import DEFAULT_STORE, DEFAULT_SYSTEMS, run
+    from hotset.storage.presets import resolve_store
 
+    store = resolve_store(
+        store_preset,
+        latency_ms=latency_ms,
+        bandwidth_mb_s=bandwidth_mb_s,
+        max_concurrency=concurrency,
+        default=DEFAULT_STORE,
+    )
     frac_values = parse_floats(fracs, option="--fracs")
     bad = [f for f in frac_values if not 0 < f <= 1]
     if bad:
@@ -61,5 +93,8 @@ def command(
         seed=seed,
         synth_n=synth_n,
         figure=figure,
+        store=store,
     )
+    if not as_json:
+        click.echo(store_line(store))
     finish(name, result, root, as_json)
