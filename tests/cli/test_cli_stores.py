@@ -216,3 +216,30 @@ def test_bench_hitratio_models_the_preset_and_keeps_its_default(tmp_path: Path) 
     assert slow["reads_per_epoch_after_first"] == fast["reads_per_epoch_after_first"]
     assert slow["modeled_epoch_seconds_after_first"] > fast["modeled_epoch_seconds_after_first"]
     assert "s3-small (30 ms, 1250 MB/s, 16 in flight)" in s3["notes"][0]  # type: ignore[index]
+
+
+def _train(tmp_path: Path, *extra: str) -> dict[str, object]:
+    args = ["bench", "train", "--workloads", "synth", "--synth-n", "300", "--systems", "pytorch"]
+    args += ["--seeds", "0", "--epochs", "2", "--data-dir", str(tmp_path / "data")]
+    result = CliRunner().invoke(cli, [*args, "--root", str(tmp_path), *extra])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("store: "), result.stdout
+    doc: dict[str, object] = json.loads(
+        (tmp_path / "benchmarks" / "results" / "train.json").read_text()
+    )["result"]
+    return doc
+
+
+def test_bench_train_models_the_preset_and_keeps_its_default(tmp_path: Path) -> None:
+    plain = _train(tmp_path)
+    s3 = _train(tmp_path, "--store", "s3-small", "--concurrency", "2")
+    assert plain["params"]["store"]["latency_ms"] == 2.0  # type: ignore[index]
+    assert s3["params"]["store"] == {  # type: ignore[index]
+        "preset": "s3-small",
+        "latency_ms": 30.0,
+        "bandwidth_mb_s": 1250.0,
+        "max_concurrency": 2,
+    }
+    (fast,), (slow,) = plain["table"], s3["table"]  # type: ignore[misc]
+    assert slow["final_acc_mean"] == fast["final_acc_mean"]  # the same training
+    assert slow["modeled_seconds_total_mean"] > fast["modeled_seconds_total_mean"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from hotset.bench.workloads import needs_chunks, workload_dir
 from hotset.sim.cell import belady_hits, needs_training, run_one
-from hotset.storage.presets import StoreModel
+from hotset.storage.presets import SIMULATED_DEFAULT, StoreModel
 
 # the cell's parts, re-exported: they were defined here before hotset.sim.cell
 __all__ = [
@@ -29,8 +29,6 @@ __all__ = [
 
 DEFAULT_SYSTEMS = ("pytorch", "fifo", "lru", "lfu", "minio", "sh_lru", "shade", "emul_quiv")
 DEFAULT_FRACS = (0.1, 0.2, 0.4, 0.6, 0.8)
-#: the store this suite models without ``--store`` (what its committed results used)
-DEFAULT_STORE = StoreModel(latency_ms=2.0, bandwidth_mb_s=100.0, max_concurrency=4)
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
@@ -75,7 +73,7 @@ def run(
     synth_n: int = 20_000,
     figure: Path | None = None,
     progress: bool = True,
-    store: StoreModel = DEFAULT_STORE,
+    store: StoreModel = SIMULATED_DEFAULT,
 ) -> dict[str, Any]:
     """Every cell of the sweep, a flat table, and the figure; ``store`` is the modeled
     store every run reads from (the default is what this suite always modeled)."""

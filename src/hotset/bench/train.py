@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hotset.bench.workloads import needs_chunks, workload_dir
+from hotset.storage.presets import SIMULATED_DEFAULT, StoreModel
 
 DEFAULT_SYSTEMS = ("pytorch", "lru", "minio", "shade")
 #: the full-data reference every row's time-to-accuracy and accuracy delta are measured against
@@ -61,7 +62,9 @@ def run(
     compute_ms: float = 20.0,
     synth_n: int = 20_000,
     progress: bool = True,
+    store: StoreModel = SIMULATED_DEFAULT,
 ) -> dict[str, Any]:
+    """Every (workload, seed, system) run; ``store`` is the modeled store they read from."""
     from tqdm import tqdm
 
     from hotset.sim.live import run_live
@@ -89,6 +92,9 @@ def run(
             seed=seed,
             compute_ms_per_batch=compute_ms,
             measure_identification=True,
+            latency_ms=store.latency_ms,
+            bandwidth_mb_s=store.bandwidth_mb_s,
+            concurrency=store.max_concurrency,
         )
         final = result["totals"]["final_val_accuracy"]
         if system == BASELINE:
@@ -181,13 +187,14 @@ def run(
             "epochs": epochs,
             "cache_frac": cache_frac,
             "compute_ms_per_batch": compute_ms,
+            "store": store.as_dict(),
         },
         "table": table,
         "runs": runs,
         "notes": [
-            "Modeled time: the live-training simulator's virtual-clock store (2 ms per request, 4 in "
-            f"flight, 100 MB/s) plus {compute_ms:g} ms of modeled compute per step; accuracy is real "
-            "(a small model trained on the CPU).",
+            f"Modeled time: the live-training simulator's virtual-clock store ({store.describe()}) "
+            f"plus {compute_ms:g} ms of modeled compute per step; accuracy is real (a small model "
+            "trained on the CPU).",
             "Target = the pytorch baseline's final validation accuracy at the same seed; "
             "time_to_target is the modeled time at the end of the first epoch reaching it "
             "(mean ± std over the seeds that reached it; 'reached' counts them).",

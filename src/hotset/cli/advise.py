@@ -7,12 +7,8 @@ from pathlib import Path
 
 import click
 
-from hotset.cli.store_option import store_line, store_option
+from hotset.cli.store_option import simulated_store, simulated_store_options, store_line
 from hotset.errors import HotsetError
-from hotset.storage.presets import StoreModel
-
-# Without --store, advise models what it always has (kept so earlier answers stay comparable).
-_DEFAULT_STORE = StoreModel(latency_ms=2.0, bandwidth_mb_s=100.0, max_concurrency=4)
 
 _COLUMNS = (
     ("size", "cache_frac", "{:.0%}"),
@@ -54,25 +50,7 @@ def _floats(text: str, option: str) -> list[float]:
 @click.option("--target", type=float, default=0.8, show_default=True, help="Hit ratio wanted.")
 @click.option("--epochs", type=click.IntRange(min=2), default=4, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@store_option
-@click.option(
-    "--latency-ms",
-    type=click.FloatRange(min=0),
-    default=None,
-    help="Per request [default: the --store preset's, else 2].",
-)
-@click.option(
-    "--bandwidth-mb-s",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="Link bandwidth [default: the --store preset's, else 100].",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Requests in flight [default: the --store preset's, else 4].",
-)
+@simulated_store_options
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option(
     "--json",
@@ -113,16 +91,9 @@ def advise(
     """
     from hotset.sim.advise import KNEE_NOTE, MODEL_NOTE
     from hotset.sim.advise import advise as run_advise
-    from hotset.storage.presets import resolve_store
     from hotset.systems.registry import split_systems
 
-    store = resolve_store(
-        store_preset,
-        latency_ms=latency_ms,
-        bandwidth_mb_s=bandwidth_mb_s,
-        max_concurrency=concurrency,
-        default=_DEFAULT_STORE,
-    )
+    store = simulated_store(store_preset, latency_ms, bandwidth_mb_s, concurrency)
     result = run_advise(
         dataset,
         systems=split_systems(systems),

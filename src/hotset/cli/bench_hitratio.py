@@ -8,7 +8,7 @@ import click
 
 from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_floats, parse_list
 from hotset.cli.bench import finish, name_option, root_option
-from hotset.cli.store_option import store_line, store_option
+from hotset.cli.store_option import simulated_store, simulated_store_options, store_line
 from hotset.errors import HotsetError
 from hotset.systems.registry import split_systems
 
@@ -29,25 +29,7 @@ from hotset.systems.registry import split_systems
     show_default=True,
     help="Where the workloads are generated once and reused.",
 )
-@store_option
-@click.option(
-    "--latency-ms",
-    type=click.FloatRange(min=0),
-    default=None,
-    help="Per request [default: the --store preset's, else 2].",
-)
-@click.option(
-    "--bandwidth-mb-s",
-    type=click.FloatRange(min=0, min_open=True),
-    default=None,
-    help="One shared link [default: the --store preset's, else 100].",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Requests in flight [default: the --store preset's, else 4].",
-)
+@simulated_store_options
 @name_option("hitratio")
 @click.option("--json", "as_json", is_flag=True)
 @root_option
@@ -68,16 +50,9 @@ def command(
     root: Path,
 ) -> None:
     """Exact hits, substitutions and storage reads per system and cache size."""
-    from hotset.bench.hitratio import DEFAULT_STORE, DEFAULT_SYSTEMS, run
-    from hotset.storage.presets import resolve_store
+    from hotset.bench.hitratio import DEFAULT_SYSTEMS, run
 
-    store = resolve_store(
-        store_preset,
-        latency_ms=latency_ms,
-        bandwidth_mb_s=bandwidth_mb_s,
-        max_concurrency=concurrency,
-        default=DEFAULT_STORE,
-    )
+    store = simulated_store(store_preset, latency_ms, bandwidth_mb_s, concurrency)
     frac_values = parse_floats(fracs, option="--fracs")
     bad = [f for f in frac_values if not 0 < f <= 1]
     if bad:

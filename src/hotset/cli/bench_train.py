@@ -8,6 +8,7 @@ import click
 
 from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_ints, parse_list
 from hotset.cli.bench import finish, name_option, root_option
+from hotset.cli.store_option import simulated_store, simulated_store_options, store_line
 from hotset.errors import HotsetError
 from hotset.systems.registry import split_systems
 
@@ -36,6 +37,7 @@ from hotset.systems.registry import split_systems
     default=DEFAULT_DATA_DIR,
     show_default=True,
 )
+@simulated_store_options
 @name_option("train")
 @click.option("--json", "as_json", is_flag=True)
 @root_option
@@ -48,6 +50,10 @@ def command(
     compute_ms: float,
     synth_n: int,
     data_dir: Path,
+    store_preset: str | None,
+    latency_ms: float | None,
+    bandwidth_mb_s: float | None,
+    concurrency: int | None,
     name: str,
     as_json: bool,
     root: Path,
@@ -55,6 +61,7 @@ def command(
     """Time to the pytorch baseline's accuracy, and final accuracy (mean ± std over seeds)."""
     from hotset.bench.train import run
 
+    store = simulated_store(store_preset, latency_ms, bandwidth_mb_s, concurrency)
     seed_values = parse_ints(seeds, option="--seeds")
     if any(s < 0 for s in seed_values):
         raise HotsetError(f"--seeds: seeds must be non-negative, got {seeds!r}")
@@ -67,5 +74,8 @@ def command(
         cache_frac=cache_frac,
         compute_ms=compute_ms,
         synth_n=synth_n,
+        store=store,
     )
+    if not as_json:
+        click.echo(store_line(store))
     finish(name, result, root, as_json)

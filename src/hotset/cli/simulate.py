@@ -31,16 +31,14 @@ from hotset.cli.simulate_common import (
     parse_options,
     split_list,
 )
-from hotset.cli.store_option import store_line, store_option
+from hotset.cli.store_option import simulated_store, store_line, store_option
 from hotset.errors import HotsetError
-from hotset.storage.presets import StoreModel, resolve_store
+from hotset.storage.presets import StoreModel
 
 # the helpers moved to simulate_common; these names stay importable from here
 __all__ = ["cell", "echo_rows", "emit_json", "parse_option_value", "parse_options", "simulate"]
 
 _SYSTEM_DEFAULT_EPOCHS = 15
-# Without --store, --system and --nodes model what they always have.
-_DEFAULT_STORE = StoreModel(latency_ms=2.0, bandwidth_mb_s=100.0, max_concurrency=4)
 _SAMPLER_DEFAULT_EPOCHS = 1
 
 #: the per-epoch columns of the live mode's default table; ``-v`` prints every counter
@@ -190,13 +188,7 @@ def simulate(
     if store_preset is not None and system is None:
         raise click.UsageError("--store goes with --system (replay counts hits, not seconds)")
     if system is not None:
-        store = resolve_store(
-            store_preset,
-            latency_ms=latency_ms,
-            bandwidth_mb_s=bandwidth_mb_s,
-            max_concurrency=concurrency,
-            default=_DEFAULT_STORE,
-        )
+        store = simulated_store(store_preset, latency_ms, bandwidth_mb_s, concurrency)
     if nodes is not None:
         assert system is not None  # checked before the modes
         from hotset.cli.simulate_nodes import run_nodes_from_options

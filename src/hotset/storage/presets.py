@@ -161,6 +161,11 @@ def get_preset(name: str) -> StorePreset:
         ) from None
 
 
+#: the store the simulators model without ``--store`` (simulate --system, advise, bench
+#: hitratio and train): what their committed results used, kept so answers stay comparable
+SIMULATED_DEFAULT = StoreModel(latency_ms=2.0, bandwidth_mb_s=100.0, max_concurrency=4)
+
+
 def resolve_store(
     preset: str | None,
     *,
