@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from hotset.cachestore import CacheKey, CacheStore, content_hash
 from hotset.cachestore.base import PutRefused
+from hotset.cachestore.redis_resync import set_to_scanned
 from hotset.cachestore.redis_store import RedisCache
 from hotset.errors import HotsetError, IntegrityError
 from redis_support import RedisProcess
@@ -302,30 +303,44 @@ def test_a_put_that_does_not_fit_is_refused_after_the_resync(
     assert _counter(raw, "ds") == _stored(raw, "ds") == 10_000  # repaired all the same
 
 
-def test_resync_keeps_a_put_another_client_makes_while_it_scans(
-    redis_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The counter is only set if nobody changed it during the scan: else a put made
-    meanwhile would be counted by neither, and the namespace could pass its budget."""
+def test_resync_keeps_a_put_another_client_makes_while_it_scans(redis_url: str) -> None:
+    """The cluster's resync (scan, then compare-and-set) only sets the counter if nobody
+    changed it during the scan: else a put made meanwhile would be counted by neither,
+    and the namespace could pass its budget. Run against one real server here."""
     cache = RedisCache(redis_url, namespace="race", capacity_bytes=100_000)
     other = RedisCache(redis_url, namespace="race", capacity_bytes=100_000)
     cache.put_many([item(i, payload(i, 100)) for i in range(5)])
-    scan = cache._strlen_sum
     landed: list[int] = []
 
-    def scan_then_other_put(rkeys: list[bytes]) -> int:
-        total = scan(rkeys)
+    def scan_then_other_put() -> int:
+        total = cache._stored_total()
         if not landed:  # once: another job's put lands right after this scan
             other.put_many([item(99, payload(99, 4000))])
             landed.append(1)
         return total
 
-    monkeypatch.setattr(cache, "_strlen_sum", scan_then_other_put)
-    assert cache.resync() == 4500
+    counter = "hotset:race:used-bytes"
+    assert set_to_scanned(cache._client, cache._resync_script, counter, scan_then_other_put) == (
+        4500,
+        0,
+    )
     raw = redis.Redis.from_url(redis_url)
     assert _counter(raw, "race") == _stored(raw, "race") == 4500
     cache.close()
     other.close()
+
+
+def test_a_single_servers_resync_counts_and_sets_in_one_step(redis_url: str) -> None:
+    """One script: no put or delete lands between the count and the set (a scan and a
+    compare-and-set lost a put and a delete of equal size made during the scan)."""
+    cache = RedisCache(redis_url, namespace="atomic", capacity_bytes=100_000)
+    cache.put_many([item(i, payload(i, 100)) for i in range(5)])
+    raw = redis.Redis.from_url(redis_url)
+    raw.set("hotset:atomic:used-bytes", 123_456)  # another client's write
+    assert cache.resync() == 500
+    assert _counter(raw, "atomic") == _stored(raw, "atomic") == 500
+    assert cache.stats().resyncs == 1
+    cache.close()
 
 
 def test_a_namespace_others_keep_full_resyncs_only_a_share_of_the_time(

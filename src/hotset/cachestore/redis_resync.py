@@ -27,12 +27,16 @@ disagreement shows, so that the hot path pays nothing for it:
 * a cluster handle that lost a reply is *stale* and resyncs before its next
   operation (:mod:`hotset.cachestore.redis_cluster`).
 
-A resync counts the entries by ``SCAN`` and pipelined ``STRLEN``
+On a single server a resync is one script that counts and sets
+(:data:`~hotset.cachestore.redis_scripts.ATOMIC_RESYNC_SCRIPT`): nothing lands
+between the count and the set. In a cluster the entries live on every master,
+so a resync counts them by ``SCAN`` and pipelined ``STRLEN``
 (:func:`stored_total`) and sets the counter with a compare-and-set against the
 value it read before scanning (:func:`set_to_scanned`), so a put or delete
-another client made during the scan is never overwritten; after
-:data:`RESYNC_TRIES` scans that others kept invalidating, it leaves the counter
-alone (the next refusal tries again).
+another client made during the scan is never overwritten -- unless a put and a
+delete of equal size both land during the scan (the counter reads as before);
+after :data:`RESYNC_TRIES` scans that others kept invalidating, it leaves the
+counter alone (the next refusal tries again).
 :meth:`hotset.cachestore.redis_store.RedisCache.resync` puts the parts together.
 
 What is left: a counter lowered by hand, or one evicted and re-created as 0 by a
@@ -51,6 +55,10 @@ from typing import Any, Protocol
 RESYNC_TRIES = 3
 #: the share of a handle's time that resyncs forced by refused puts may take
 RESYNC_DUTY = 0.1
+#: the shortest gap between two resyncs a refused put forces: a one-script resync
+#: (single server) takes a round trip, as a put does, so the duty alone would allow
+#: one resync per ten refused puts
+MIN_RESYNC_GAP_S = 0.05
 #: keys per SCAN step and per pipelined STRLEN batch
 SCAN_BATCH = 1000
 
@@ -94,7 +102,8 @@ class CounterHealth:
         in scans.
         """
         self.stale = False
-        self.resync_after = time.monotonic() + (time.monotonic() - started) / RESYNC_DUTY
+        gap = max((time.monotonic() - started) / RESYNC_DUTY, MIN_RESYNC_GAP_S)
+        self.resync_after = time.monotonic() + gap
 
 
 def set_to_scanned(

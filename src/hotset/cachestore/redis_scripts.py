@@ -64,6 +64,27 @@ if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
 return 1
 """
+# A single server's whole resync in one script: count what the namespace's entries
+# hold and set the counter to it, atomically, so no put or delete of another client
+# lands between the count and the set. (A scan from the client with a compare-and-set
+# after it lost updates: a put and a delete of equal size during the scan left the
+# counter as it was, the set went through, and the counter ended 1,400 bytes low.)
+# The server is busy for the length of the scan -- only at a refused put, and spaced
+# (redis_resync.RESYNC_DUTY). KEYS[1] is the counter, ARGV[1] the entries' MATCH
+# pattern, ARGV[2] the SCAN count. Returns {total, the counter's value before}.
+ATOMIC_RESYNC_SCRIPT = """
+local before = redis.call('GET', KEYS[1])
+local cursor, total = '0', 0
+repeat
+  local step = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', ARGV[2])
+  cursor = step[1]
+  for _, key in ipairs(step[2]) do
+    if key ~= KEYS[1] then total = total + redis.call('STRLEN', key) end
+  end
+until cursor == '0'
+redis.call('SET', KEYS[1], total)
+return {total, before or ''}
+"""
 #: the put script's status: stored, refused over budget, no counter to check against
 STORED, REFUSED, NO_COUNTER = 1, 0, 2
 # Delete entries and take their bytes off the counter in one step. DEL is allowed

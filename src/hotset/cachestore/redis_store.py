@@ -87,7 +87,7 @@ from hotset.cachestore.redis_resync import (
     set_to_scanned,
     stored_total,
 )
-from hotset.cachestore.redis_scripts import RESYNC_SCRIPT, ScriptWrites
+from hotset.cachestore.redis_scripts import ATOMIC_RESYNC_SCRIPT, RESYNC_SCRIPT, ScriptWrites
 from hotset.cachestore.redis_url import (
     CONNECT_TIMEOUT_SECONDS,
     SOCKET_TIMEOUT_SECONDS,
@@ -188,6 +188,7 @@ class RedisCache:
         )
         # One key (the counter): runs on a cluster too, routed by that key's slot.
         self._resync_script: Any = client.register_script(RESYNC_SCRIPT)
+        self._atomic_resync_script: Any = client.register_script(ATOMIC_RESYNC_SCRIPT)
         self._writes: ScriptWrites | ClusterWrites
         if self._cluster:
             self._writes = ClusterWrites(
@@ -359,9 +360,15 @@ class RedisCache:
         """
         started = time.monotonic()
         with self._talking():
-            total, drift = set_to_scanned(
-                self._client, self._resync_script, self._counter, self._stored_total
-            )
+            if self._cluster:  # entries on every master: scanned from here, then set
+                total, drift = set_to_scanned(
+                    self._client, self._resync_script, self._counter, self._stored_total
+                )
+            else:  # one server: counted and set in one script (redis_scripts)
+                counted, before = self._atomic_resync_script(
+                    keys=[self._counter], args=[self._prefix + "*", SCAN_BATCH]
+                )
+                total, drift = int(counted), int(counted) - count(before)
             if drift is not None:
                 self._stats.add_resync(drift)
         self._health.resynced(started)
