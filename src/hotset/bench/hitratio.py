@@ -101,9 +101,7 @@ def run(
                 epochs=epochs,
                 seed=seed,
                 workload=workload,
-                latency_ms=store.latency_ms,
-                bandwidth_mb_s=store.bandwidth_mb_s,
-                concurrency=store.max_concurrency,
+                **store.link(),
             )
         )
     if figure is not None:

@@ -92,9 +92,7 @@ def run(
             seed=seed,
             compute_ms_per_batch=compute_ms,
             measure_identification=True,
-            latency_ms=store.latency_ms,
-            bandwidth_mb_s=store.bandwidth_mb_s,
-            concurrency=store.max_concurrency,
+            **store.link(),
         )
         final = result["totals"]["final_val_accuracy"]
         if system == BASELINE:

@@ -100,9 +100,7 @@ def advise(
         fracs=_floats(sizes, "--sizes"),
         epochs=epochs,
         seed=seed,
-        latency_ms=store.latency_ms,
-        bandwidth_mb_s=store.bandwidth_mb_s,
-        concurrency=store.max_concurrency,
+        **store.link(),
         target=target,
         progress=True,
     )
@@ -150,9 +148,7 @@ def advise(
     )
     click.echo(
         MODEL_NOTE.format(
-            latency_ms=store.latency_ms,
-            bandwidth_mb_s=store.bandwidth_mb_s,
-            concurrency=store.max_concurrency,
+            **store.link(),
         )
     )
     click.echo(store_line(store))

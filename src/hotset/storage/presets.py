@@ -58,6 +58,15 @@ class StoreModel:
             return f"latency {figures} (no preset)"
         return f"{self.preset} ({figures})"
 
+    def link(self) -> dict[str, Any]:
+        """The model as the simulators' keyword arguments (``run_live``, ``run_one``,
+        ``advise``): latency_ms, bandwidth_mb_s, concurrency."""
+        return {
+            "latency_ms": self.latency_ms,
+            "bandwidth_mb_s": self.bandwidth_mb_s,
+            "concurrency": self.max_concurrency,
+        }
+
     def as_dict(self) -> dict[str, Any]:
         """The ``store`` field of a command's JSON; an unlimited link is ``null`` (JSON has
         no infinity)."""
