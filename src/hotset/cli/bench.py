@@ -23,6 +23,8 @@ _SUITE_MODULES: dict[str, str] = {
     "nodes": "hotset.cli.bench_nodes",
     "ranks": "hotset.cli.bench_ranks",
     "multijob": "hotset.cli.bench_multijob",
+    "matrix": "hotset.cli.bench_matrix",
+    "which": "hotset.cli.bench_which",
 }
 
 
