@@ -76,6 +76,7 @@ SUITE_COLUMNS: dict[str, list[Column]] = {
         ("cache", "cache_frac"),
         ("exact", "exact_hit_ratio"),
         ("subst", "substitution_ratio"),
+        ("coverage", "coverage_after_first"),
         ("exact_run", "exact_hit_ratio_all"),
         ("belady_run", "belady_hit_ratio_all"),
         ("requests/ep", "storage_requests_per_epoch_after_first"),
