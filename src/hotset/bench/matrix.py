@@ -67,10 +67,13 @@ class StandInLosses:
 def _datasets(
     workloads: Sequence[str], *, data_dir: Path, n: int, progress: bool
 ) -> dict[str, Path]:
+    """Each workload at ``n`` samples (imagenet-like too), packed for the chunk systems."""
     from hotset.bench.workloads import workload_dir
 
     return {
-        w: workload_dir(w, data_dir=data_dir, synth_n=n, packed=True, progress=progress)
+        w: workload_dir(
+            w, data_dir=data_dir, synth_n=n, imagenet_n=n, packed=True, progress=progress
+        )
         for w in workloads
     }
 
@@ -288,7 +291,7 @@ def _cell(
 
 
 def _accuracy_fields(
-    acc: list[dict[str, Any]], base: list[dict[str, Any]], seconds_per_epoch: float
+    acc: list[dict[str, Any]], base: list[dict[str, Any]], samples_per_s: float
 ) -> dict[str, Any]:
     if not acc:
         return {}
@@ -310,7 +313,10 @@ def _accuracy_fields(
         ),
         "epochs_to_target": None if epochs_to is None else round(epochs_to, 2),
         "reached": f"{len(reached)}/{len(acc)}",
-        "modeled_tta_s": None if epochs_to is None else round(epochs_to * seconds_per_epoch, 2),
+        # the simulated epochs to the target, each of n_train samples at the measured rate
+        "modeled_tta_s": None
+        if epochs_to is None or not samples_per_s
+        else round(epochs_to * acc[0]["n_train"] / samples_per_s, 2),
     }
 
 
@@ -339,7 +345,8 @@ def run(
     workers: int = 4,
     batch_size: int = 64,
     step_ms: float = 20.0,
-    n: int = 2000,
+    n: int = 1000,
+    sim_n: int = 2000,
     seeds: Sequence[int] = (0, 1, 2),
     sim_epochs: int = 10,
     progress: bool = True,
@@ -356,6 +363,7 @@ def run(
     for system in systems:
         parse_system(system)
     paths = _datasets(workloads, data_dir=data_dir, n=n, progress=progress)
+    sim_paths = _datasets(workloads, data_dir=data_dir, n=sim_n, progress=progress)
     total = len(presets) * len(workloads) * repeats * (2 + len(fracs) * len(systems))
     total += len(workloads) * len(fracs) * len(seeds) * (len(set(systems) | {"pytorch"}))
     bar = _bar(total, progress)
@@ -373,14 +381,15 @@ def run(
                 ]
     accuracy: list[dict[str, Any]] = []
     sim_store = stores[presets[0]]
-    for workload, path in paths.items():
+    for workload, path in sim_paths.items():
         runs = accuracy_runs(
             path, systems=systems, fracs=fracs, seeds=seeds, epochs=sim_epochs,
             store=sim_store, step_ms=step_ms, tick=bar(f"simulated {workload}"),
         )  # fmt: skip
         accuracy += [r | {"workload": workload} for r in runs]
     return _result(
-        measured, accuracy, stores=stores, paths=paths, systems=systems, fracs=fracs,
+        measured, accuracy, stores=stores, paths=paths, sim_paths=sim_paths, systems=systems,
+        fracs=fracs,
         repeats=repeats, epochs=epochs, workers=workers, batch_size=batch_size,
         step_ms=step_ms, seeds=seeds, sim_epochs=sim_epochs,
     )  # fmt: skip
@@ -429,6 +438,7 @@ def _result(
     *,
     stores: dict[str, Any],
     paths: dict[str, Path],
+    sim_paths: dict[str, Path],
     systems: Sequence[str],
     fracs: Sequence[float],
     repeats: int,
@@ -442,6 +452,7 @@ def _result(
     from hotset.data import Manifest
 
     sizes = {w: Manifest.load(p) for w, p in paths.items()}
+    sim_sizes = {w: len(Manifest.load(p)) for w, p in sim_paths.items()}
     first = next(iter(stores))
     return {
         "params": {
@@ -457,6 +468,7 @@ def _result(
             "workers": workers,
             "batch_size": batch_size,
             "step_ms": step_ms,
+            "sim_samples": sim_sizes,
             "sim_seeds": list(seeds),
             "sim_epochs": sim_epochs,
             "sim_store": first,
@@ -479,7 +491,10 @@ def _result(
             "Simulated: sim_acc, sim_acc_delta_pt (vs pytorch, same seed and cache), "
             "sim_distinct_share and epochs_to_target come from the live simulator training a "
             f"small model for {sim_epochs} epochs over seeds {list(seeds)} (store: {first}); "
-            "modeled_tta_s = epochs_to_target x this cell's measured seconds per epoch.",
+            "modeled_tta_s = epochs_to_target x the simulated set's training samples / this cell's "
+            "measured samples/s (the measured rows read a smaller copy of the workload; the "
+            "simulator trains on sim_samples). sim_acc_noise_pt: two standard errors of an "
+            "accuracy difference over the validation samples and seeds.",
             "Losses fed back in the measured half are a stand-in: per-sample log-normal "
             "difficulties that persist across epochs (10% noise, 10% decay per epoch).",
         ],

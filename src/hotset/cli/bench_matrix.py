@@ -48,9 +48,16 @@ def _csv(values: tuple[object, ...]) -> str:
     "--n",
     "n",
     type=click.IntRange(min=200),
+    default=1000,
+    show_default=True,
+    help="Samples of each workload in the measured half.",
+)
+@click.option(
+    "--sim-n",
+    type=click.IntRange(min=200),
     default=2000,
     show_default=True,
-    help="Samples of the synth workload (imagenet-like has 2,000).",
+    help="Samples of each workload the simulator trains on.",
 )
 @click.option("--workers", type=click.IntRange(min=0), default=4, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
@@ -81,6 +88,7 @@ def command(
     repeats: int,
     epochs: int,
     n: int,
+    sim_n: int,
     workers: int,
     batch_size: int,
     step_ms: float,
@@ -111,6 +119,7 @@ def command(
         batch_size=batch_size,
         step_ms=step_ms,
         n=n,
+        sim_n=sim_n,
         seeds=parse_ints(seeds, option="--seeds"),
         sim_epochs=sim_epochs,
         progress=progress,
