@@ -285,9 +285,7 @@ def _cell(
         ),
         "repeats": len(mine),
     }
-    return row | _accuracy_fields(
-        acc, base, statistics.median(r["seconds_per_epoch"] for r in mine)
-    )
+    return row | _accuracy_fields(acc, base, row["samples_per_s"])
 
 
 def _accuracy_fields(
