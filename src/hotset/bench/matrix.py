@@ -43,6 +43,8 @@ DEFAULT_FRACS = (0.1, 0.2, 0.4)
 DEFAULT_SYSTEMS = ("pytorch", "lru", "minio", "shade", "icache", "impact", "quiver", "brand")
 #: the rows every group has besides the systems
 REFERENCES = ("torch", "no-io")
+#: what a run can do: measure on the real clock, simulate accuracy, or both
+HALVES = ("measured", "simulated")
 
 
 class StandInLosses:
@@ -341,30 +343,81 @@ def run(
     repeats: int = 3,
     epochs: int = 3,
     workers: int = 4,
-    batch_size: int = 64,
-    step_ms: float = 20.0,
-    n: int = 1000,
+    batch_size: int = 32,
+    step_ms: float = 10.0,
+    n: int = 1200,
     sim_n: int = 2000,
     seeds: Sequence[int] = (0, 1, 2),
     sim_epochs: int = 10,
+    halves: Sequence[str] = HALVES,
+    measured_from: Path | None = None,
+    accuracy_from: Path | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """The whole matrix; see the module docstring for its two halves."""
+    """The whole matrix; see the module docstring for its two halves.
+
+    ``halves`` runs only some of them; ``measured_from`` / ``accuracy_from`` take a
+    half from an earlier result file instead (its rows must cover this run's cells),
+    so the two halves can run as separate processes and be joined afterwards.
+    """
     from hotset.storage.presets import resolve_store
     from hotset.systems.registry import parse_system
 
     _validate(presets, fracs, systems, repeats, epochs, sim_epochs, seeds)
+    bad = [h for h in halves if h not in HALVES]
+    if bad or not halves:
+        raise HotsetError(f"bench matrix: halves are {', '.join(HALVES)}; got {list(halves)!r}")
     stores = {
         p: resolve_store(p, latency_ms=None, bandwidth_mb_s=None, max_concurrency=None)
         for p in presets
     }
     for system in systems:
         parse_system(system)
+    reused_measured = _reused(measured_from, "measured", presets, workloads, fracs, systems)
+    reused_accuracy = _reused(accuracy_from, "accuracy", presets, workloads, fracs, systems)
     paths = _datasets(workloads, data_dir=data_dir, n=n, progress=progress)
     sim_paths = _datasets(workloads, data_dir=data_dir, n=sim_n, progress=progress)
-    total = len(presets) * len(workloads) * repeats * (2 + len(fracs) * len(systems))
-    total += len(workloads) * len(fracs) * len(seeds) * (len(set(systems) | {"pytorch"}))
+    measure = "measured" in halves and reused_measured is None
+    simulate = "simulated" in halves and reused_accuracy is None
+    total = measure * len(presets) * len(workloads) * repeats * (2 + len(fracs) * len(systems))
+    total += simulate * len(workloads) * len(fracs) * len(seeds) * len(set(systems) | {"pytorch"})
     bar = _bar(total, progress)
+    measured = reused_measured or []
+    if measure:
+        measured = _measure_all(
+            stores, paths, systems=systems, fracs=fracs, repeats=repeats, epochs=epochs,
+            workers=workers, batch_size=batch_size, step_ms=step_ms, bar=bar,
+        )  # fmt: skip
+    accuracy = reused_accuracy or []
+    if simulate:
+        for workload, path in sim_paths.items():
+            runs = accuracy_runs(
+                path, systems=systems, fracs=fracs, seeds=seeds, epochs=sim_epochs,
+                store=stores[presets[0]], step_ms=step_ms, tick=bar(f"simulated {workload}"),
+            )  # fmt: skip
+            accuracy += [r | {"workload": workload} for r in runs]
+    return _result(
+        measured, accuracy, stores=stores, paths=paths, sim_paths=sim_paths, systems=systems,
+        fracs=fracs, repeats=repeats, epochs=epochs, workers=workers, batch_size=batch_size,
+        step_ms=step_ms, seeds=seeds, sim_epochs=sim_epochs,
+    )  # fmt: skip
+
+
+def _measure_all(
+    stores: dict[str, Any],
+    paths: dict[str, Path],
+    *,
+    systems: Sequence[str],
+    fracs: Sequence[float],
+    repeats: int,
+    epochs: int,
+    workers: int,
+    batch_size: int,
+    step_ms: float,
+    bar: Callable[[str], Callable[[str], None]],
+) -> list[dict[str, Any]]:
+    """Every group, repeat after repeat: a repeat covers every preset and workload before
+    the next starts, so a slow spell of the machine lands in one repeat, not one preset."""
     measured: list[dict[str, Any]] = []
     for rep in range(repeats):
         for preset, store in stores.items():
@@ -377,20 +430,38 @@ def run(
                 measured += [
                     r | {"preset": preset, "workload": workload, "repeat": rep} for r in rows
                 ]
-    accuracy: list[dict[str, Any]] = []
-    sim_store = stores[presets[0]]
-    for workload, path in sim_paths.items():
-        runs = accuracy_runs(
-            path, systems=systems, fracs=fracs, seeds=seeds, epochs=sim_epochs,
-            store=sim_store, step_ms=step_ms, tick=bar(f"simulated {workload}"),
-        )  # fmt: skip
-        accuracy += [r | {"workload": workload} for r in runs]
-    return _result(
-        measured, accuracy, stores=stores, paths=paths, sim_paths=sim_paths, systems=systems,
-        fracs=fracs,
-        repeats=repeats, epochs=epochs, workers=workers, batch_size=batch_size,
-        step_ms=step_ms, seeds=seeds, sim_epochs=sim_epochs,
-    )  # fmt: skip
+    return measured
+
+
+def _reused(
+    path: Path | None,
+    key: str,
+    presets: Sequence[str],
+    workloads: Sequence[str],
+    fracs: Sequence[float],
+    systems: Sequence[str],
+) -> list[dict[str, Any]] | None:
+    """The ``key`` rows of an earlier matrix result, checked to cover this run's cells."""
+    if path is None:
+        return None
+    import json
+
+    try:
+        rows: list[dict[str, Any]] = json.loads(Path(path).read_text())["result"][key]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HotsetError(f"{path}: not a bench matrix result with {key} rows ({exc})") from None
+    have = {(r.get("preset"), r["workload"], r.get("cache_frac"), r.get("name", r.get("system")))
+            for r in rows}  # fmt: skip
+    for workload in workloads:
+        for frac in fracs:
+            for system in systems:
+                for preset in presets if key == "measured" else [None]:
+                    if (preset, workload, frac, system) not in have:
+                        raise HotsetError(
+                            f"{path}: its {key} rows lack {system} at {frac:g} on {workload}"
+                            + (f" / {preset}" if preset else "")
+                        )
+    return rows
 
 
 def _validate(

@@ -48,7 +48,7 @@ def _csv(values: tuple[object, ...]) -> str:
     "--n",
     "n",
     type=click.IntRange(min=200),
-    default=1000,
+    default=1200,
     show_default=True,
     help="Samples of each workload in the measured half.",
 )
@@ -60,11 +60,11 @@ def _csv(values: tuple[object, ...]) -> str:
     help="Samples of each workload the simulator trains on.",
 )
 @click.option("--workers", type=click.IntRange(min=0), default=4, show_default=True)
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
 @click.option(
     "--step-ms",
     type=click.FloatRange(min=0),
-    default=20.0,
+    default=10.0,
     show_default=True,
     help="The accelerator's step per batch, modeled as a fixed wait.",
 )
@@ -75,6 +75,24 @@ def _csv(values: tuple[object, ...]) -> str:
     type=click.Path(file_okay=False, path_type=Path),
     default=DEFAULT_DATA_DIR,
     show_default=True,
+)
+@click.option(
+    "--halves",
+    default="measured,simulated",
+    show_default=True,
+    help="Run only the measured (real clock) or the simulated (accuracy) half.",
+)
+@click.option(
+    "--measured-from",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Take the measured half from an earlier matrix result.",
+)
+@click.option(
+    "--accuracy-from",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Take the simulated half from an earlier matrix result.",
 )
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @name_option("matrix")
@@ -95,6 +113,9 @@ def command(
     seeds: str,
     sim_epochs: int,
     data_dir: Path,
+    halves: str,
+    measured_from: Path | None,
+    accuracy_from: Path | None,
     progress: bool,
     name: str,
     as_json: bool,
@@ -122,9 +143,13 @@ def command(
         sim_n=sim_n,
         seeds=parse_ints(seeds, option="--seeds"),
         sim_epochs=sim_epochs,
+        halves=parse_list(halves, option="--halves"),
+        measured_from=measured_from,
+        accuracy_from=accuracy_from,
         progress=progress,
     )
     figure = root / RESULTS_DIR / f"{name}.png"
     figure.parent.mkdir(parents=True, exist_ok=True)
-    plot(result, figure)
+    if result["table"]:
+        plot(result, figure)
     finish(name, result, root, as_json)
