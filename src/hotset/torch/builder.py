@@ -48,6 +48,7 @@ from hotset.errors import HotsetError
 from hotset.storage.local import LocalStore
 from hotset.systems.base import System
 from hotset.torch.checks import check_budget, check_manifest_matches_store
+from hotset.torch.chunkpack import with_chunks
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BatchFetcher, identity_collate
 from hotset.torch.forksafe import start_method_name, worker_start_method
@@ -114,6 +115,8 @@ class _Plan:
 def build(given: Any, options: LoaderOptions) -> LoaderParts:
     """Every part of a loader over ``given`` (a data set, a location or a user's Dataset)."""
     data = _adapt(given, options)
+    # a chunk system's layout: the data set's own, or the loader's pack of it
+    data = with_chunks(data, options, stacklevel=4)
     rank, world_size = options.ranks()
     context, start_why = worker_start_method(
         options.multiprocessing_context, num_workers=options.num_workers

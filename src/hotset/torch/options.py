@@ -240,6 +240,19 @@ class LoaderOptions:
             """
         ),
     )
+    pack_dir: str | os.PathLike[str] | None = field(
+        default=None,
+        metadata=_doc(
+            """
+            where a data set without a chunk layout is packed, once, for a system that reads whole
+            chunks (Brand): a local directory, created if missing, holding one pack per data set
+            named by its manifest identity, which later loaders find again;
+            ``$XDG_CACHE_HOME/hotset/packs`` (``~/.cache/hotset/packs``) when left out. Given, Quiver
+            packs an unpacked set there too (it reads one sample per request otherwise). A data set
+            packed in place (``hotset data pack``) is read as it is (:mod:`hotset.data.packdir`).
+            """
+        ),
+    )
     lease_ttl_s: float = field(
         default=LEASE_TTL_S,
         metadata=_doc(
@@ -344,6 +357,8 @@ class LoaderOptions:
             )
         if self.package_dir is not None and not isinstance(self.package_dir, str | os.PathLike):
             raise HotsetError(f"package_dir must be a directory path, got {self.package_dir!r:.80}")
+        if self.pack_dir is not None and not isinstance(self.pack_dir, str | os.PathLike):
+            raise HotsetError(f"pack_dir must be a directory path, got {self.pack_dir!r:.80}")
         if self.readahead_bytes is not None:
             self._set("readahead_bytes", parse_bytes(self.readahead_bytes, name="readahead_bytes"))
 
