@@ -38,7 +38,12 @@ def _cell(value: object, width: int, spec: str) -> str:
 )
 @click.option("--epochs", type=click.IntRange(min=1), default=7, show_default=True)
 @click.option("--cache-frac", type=float, default=0.2, show_default=True)
-@click.option("--systems", default=",".join(DEFAULT_SYSTEMS), show_default=True, help="Comma list.")
+@click.option(
+    "--systems",
+    default=",".join(DEFAULT_SYSTEMS),
+    show_default=True,
+    help="Comma list of NAME or NAME[option=value,...].",
+)
 @click.option("--workers", type=click.IntRange(min=0), default=2, show_default=True)
 @click.option("--latency-ms", type=click.FloatRange(min=0), default=2.0, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
@@ -54,8 +59,11 @@ def demo(
 ) -> None:
     """Train one small model through PyTorch's DataLoader and hotset's systems; compare."""
     from hotset.bench.demo import run
+    from hotset.systems.registry import parse_system, split_systems
 
-    names = tuple(s.strip() for s in systems.split(",") if s.strip())
+    names = tuple(split_systems(systems))  # NAME[a=1,b=2] keeps its commas
+    for name in names:
+        parse_system(name)  # an unknown system or option fails before any work
     out.mkdir(parents=True, exist_ok=True)
     result = run(
         out=out,
