@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hotset.bench.hitratio import belady_hits, needs_training
+from hotset.bench.hitratio import (
+    _draw_service,
+    belady_hits,
+    needs_training,
+    service_series,
+)
 from hotset.cli import main
+from hotset.errors import HotsetError
 
 
 def test_which_systems_need_a_model() -> None:
@@ -117,3 +124,87 @@ def test_importance_rows_name_their_service_reads_and_warm_up(tmp_path: Path) ->
     assert warm is None or 3 <= warm <= 8
     readme = (tmp_path / "benchmarks" / "README.md").read_text()
     assert "## hitratio-importance" in readme and "hitratio-importance.png" in readme
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """A real sweep with a substituting cache (quiver) and one that trains a subset (shade)."""
+    root = tmp_path_factory.mktemp("served")
+    main(
+        [
+            "bench", "hitratio", "--root", str(root), "--data-dir", str(root / "data"),
+            "--workloads", "synth", "--synth-n", "400", "--systems", "lru,quiver,shade",
+            "--fracs", "0.5,0.2", "--epochs", "3", "--json",
+        ]
+    )  # fmt: skip
+    doc = json.loads((root / "benchmarks" / "results" / "hitratio.json").read_text())
+    return root, doc["result"]["table"]
+
+
+def test_rows_carry_coverage_as_a_share_of_the_training_ids(
+    served: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    _, table = served
+    for row in table:
+        assert row["coverage_after_first"] == pytest.approx(
+            row["unique_ids_trained_after_first"] / row["n_train"], abs=1e-4
+        )
+    assert all(r["coverage_after_first"] < 0.9 for r in table if r["system"] == "shade")
+
+
+def test_service_series_keeps_exact_hits_substitutions_and_coverage_apart(
+    served: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    _, table = served
+    series = service_series(table)["synth"]
+    assert list(series) == ["lru", "quiver", "shade"]
+    for name, s in series.items():
+        mine = sorted((r for r in table if r["system"] == name), key=lambda r: r["cache_frac"])
+        assert s.fracs == (0.2, 0.5)  # ascending, whatever order the sweep ran in
+        assert s.exact == tuple(r["exact_hit_ratio"] for r in mine)
+        assert s.substituted == tuple(r["substitution_ratio"] for r in mine)
+        assert s.coverage == tuple(r["coverage_after_first"] for r in mine)
+        assert s.belady_all == tuple(r["belady_hit_ratio_all"] for r in mine)
+    # the two failure modes the figure exists to show, read off the series it draws
+    assert min(series["quiver"].substituted) > 0.5 > max(series["quiver"].exact)
+    assert max(series["shade"].coverage) < 0.9 and max(series["shade"].substituted) == 0
+
+
+def test_a_row_without_a_count_is_refused_not_drawn_as_zero(
+    served: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    _, table = served
+    for key in ("substitution_ratio", "coverage_after_first"):
+        rows = [dict(r) for r in table]
+        del rows[1][key]
+        with pytest.raises(HotsetError, match=key):
+            service_series(rows)
+    with pytest.raises(HotsetError, match="no rows"):
+        service_series([])
+
+
+def test_substitutions_are_drawn_stacked_on_exact_hits_and_coverage_beside(
+    served: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    root, table = served
+    series = service_series(table)["synth"]
+    fig, ax = plt.subplots()
+    try:
+        _draw_service(ax, series, {name: f"C{i}" for i, name in enumerate(series)})
+        solid = [p for p in ax.patches if not p.get_hatch()]
+        hatched = [p for p in ax.patches if p.get_hatch()]
+        dots = [tuple(float(y) for _x, y in c.get_offsets()) for c in ax.collections]
+    finally:
+        plt.close(fig)
+    exact = [h for s in series.values() for h in s.exact]
+    substituted = [h for s in series.values() for h in s.substituted]
+    assert [p.get_height() for p in solid] == pytest.approx(exact)
+    assert [p.get_height() for p in hatched] == pytest.approx(substituted)
+    assert [p.get_y() for p in hatched] == pytest.approx(exact)  # on top, not merged
+    assert dots == [s.coverage for s in series.values()]
+    assert (root / "benchmarks" / "results" / "hitratio.png").read_bytes()[:4] == b"\x89PNG"

@@ -33,10 +33,15 @@ ROW_KEYS = {
     "rebuild_reads_per_epoch",
     "refused_puts_per_epoch",
     "min_ids_trained",
+    "ids_trained_per_job_epoch",
     "every_id_every_epoch",
     "samples_per_s",
     "wall_seconds",
     "wall_seconds_with_startup",
+    "start",
+    "start_gap_s",
+    "start_spread_s",
+    "makespan_seconds",
 }
 
 
@@ -44,19 +49,25 @@ def test_two_jobs_share_their_chunk_reads(tmp_path: Path) -> None:
     code, out = run_cli(
         "bench", "multijob", "--root", str(tmp_path), "--jobs", "2",
         "--systems", "pytorch,quiver", "--cache-frac", "1.0", "--n", "1024",
-        "--epochs", "2", "--batch-size", "16", "--no-progress",
+        "--epochs", "2", "--batch-size", "16", "--no-progress", "--stagger", "none",
     )  # fmt: skip
     assert code == 0, out
     doc = json.loads((tmp_path / "benchmarks" / "results" / "multijob.json").read_text())
     result = doc["result"]
     assert result["params"]["jobs"] == 2 and result["params"]["n"] == 1024
+    assert result["params"]["stagger"] is None
     rows = {(r["system"], r["arrangement"]): r for r in result["table"]}
+    assert len(rows) == len(result["table"])  # --stagger none: lockstep rows only
     assert set(rows) == {("pytorch", "none"), ("quiver", "private"), ("quiver", "shared")}
     for row in rows.values():
         assert set(row) == ROW_KEYS
         # both promise every sample once per epoch, to every job
         assert row["every_id_every_epoch"] is True and row["min_ids_trained"] == 1024
+        assert row["ids_trained_per_job_epoch"] == 1024
         assert row["samples_per_s"] > 0
+        # lockstep: every job starts its first epoch when the last is built
+        assert row["start"] == "lockstep" and row["start_gap_s"] == 0
+        assert row["start_spread_s"] < 0.25
     # no cache: every job reads every sample, alone, every epoch
     plain = rows["pytorch", "none"]
     assert plain["storage_requests_per_epoch"] == 2 * 1024
@@ -86,4 +97,8 @@ def test_bad_input_fails_before_any_work(tmp_path: Path) -> None:
     assert code == 2 and "cache share" in out
     code, out = run_cli("bench", "multijob", "--root", str(tmp_path), "--systems", "nope")
     assert code == 2 and "nope" in out
+    code, out = run_cli("bench", "multijob", "--root", str(tmp_path), "--stagger", "2x")
+    assert code == 2 and "'2x'" in out and "0.5s" in out
+    code, out = run_cli("bench", "multijob", "--root", str(tmp_path), "--store", "tape")
+    assert code == 2 and "'tape'" in out and "nfs-10gbe" in out
     assert not (tmp_path / "benchmarks").exists()

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from cli_support import run_cli
+from hotset.data import Manifest, SynthConfig, make_synth
 
 
 def test_two_ranks_private_and_pooled(tmp_path: Path) -> None:
@@ -51,3 +54,45 @@ def test_a_system_spec_reaches_each_rank_loader(tmp_path: Path) -> None:
     # the floor's half epoch: 100 distinct samples, those trained longest ago
     assert floored["unique_ids_trained_per_epoch"] >= 100
     assert floored["unique_ids_trained_per_epoch"] > plain["unique_ids_trained_per_epoch"]
+
+
+def test_the_store_preset_reaches_the_ranks_server(tmp_path: Path) -> None:
+    # one rank over a narrow link: it cannot train faster than the link moves its samples
+    code, out = run_cli(
+        "bench", "ranks", "--root", str(tmp_path), "--worlds", "1", "--systems", "pytorch",
+        "--cache-fracs", "0.3", "--n", "128", "--epochs", "2", "--batch-size", "16",
+        "--no-progress", "--store", "nfs-10gbe", "--bandwidth-mb-s", "0.2",
+    )  # fmt: skip
+    assert code == 0, out
+    assert "store: nfs-10gbe (2 ms, 0.2 MB/s, 8 in flight)" in out
+    result = json.loads((tmp_path / "benchmarks" / "results" / "ranks.json").read_text())["result"]
+    assert result["store"] == {
+        "preset": "nfs-10gbe",
+        "latency_ms": 2.0,
+        "bandwidth_mb_s": 0.2,
+        "max_concurrency": 8,
+    }
+    params = result["params"]
+    assert (params["latency_ms"], params["bandwidth_mb_s"], params["concurrency"]) == (2, 0.2, 8)
+    assert "nfs-10gbe (2 ms, 0.2 MB/s, 8 in flight)" in result["notes"][0]
+    # the suite's data set, made again: its mean sample size bounds the rank's speed
+    make_synth(tmp_path / "same", SynthConfig(n=128, image_size=16, seed=0), workers=1)
+    mean_bytes = float(np.mean(Manifest.load(tmp_path / "same").sizes))
+    (row,) = result["table"]
+    assert row["samples_per_s"] <= 0.2e6 / mean_bytes * 1.02
+
+
+def test_ranks_default_store_is_unchanged_and_stated(tmp_path: Path) -> None:
+    code, out = run_cli(
+        "bench", "ranks", "--root", str(tmp_path), "--worlds", "1", "--systems", "pytorch",
+        "--cache-fracs", "0.3", "--n", "64", "--epochs", "2", "--no-progress",
+    )  # fmt: skip
+    assert code == 0, out
+    assert "store: latency 2 ms, unlimited bandwidth, 4 in flight (no preset)" in out
+    result = json.loads((tmp_path / "benchmarks" / "results" / "ranks.json").read_text())["result"]
+    assert result["store"] == {
+        "preset": None,
+        "latency_ms": 2.0,
+        "bandwidth_mb_s": None,
+        "max_concurrency": 4,
+    }

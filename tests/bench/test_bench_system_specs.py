@@ -20,7 +20,8 @@ COMMANDS = {
     "nodes": ("bench", "nodes"),
     "ranks": ("bench", "ranks"),
     "multijob": ("bench", "multijob"),
-    "demo": ("demo", "--n", "200", "--epochs", "1"),
+    "matrix": ("bench", "matrix", "--workloads", "synth"),
+    "demo": ("demo", "--n", "200"),
 }
 
 
@@ -40,7 +41,7 @@ def test_a_bad_spec_is_named_before_any_work(
 ) -> None:
     args = list(COMMANDS[command])
     where = ["--out", str(tmp_path / "out")] if command == "demo" else ["--root", str(tmp_path)]
-    if command in ("hitratio", "train"):
+    if command in ("hitratio", "train", "matrix"):
         where += ["--data-dir", str(tmp_path / "data")]
     code, out = run_cli(*args, *where, "--systems", systems)
     assert code == 2, out

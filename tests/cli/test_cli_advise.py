@@ -52,6 +52,16 @@ def test_advise_prints_and_writes(data: Path, tmp_path: Path) -> None:
     assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = json.loads((tmp_path / "a.json").read_text())["table"]
     assert [r["cache_frac"] for r in table] == [0.2, 0.9]
+    # coverage beside the hit ratios: a column, and in the answer line
+    assert "coverage" in out.splitlines()[out.splitlines().index("minio") + 1]
+    answer = table[1]
+    assert answer["coverage_after_first"] == pytest.approx(
+        answer["unique_ids_trained_after_first"] / answer["n_train"], abs=1e-4
+    )
+    assert (
+        f"({answer['coverage_after_first']:.0%} coverage); substitutions serve a further "
+        f"{answer['substitution_ratio']:.3f} of requests"
+    ) in out
 
 
 def test_bare_json_prints_only_json_on_stdout(data: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -232,6 +233,37 @@ def test_system_mode_draws_its_plot(tmp_path: Path) -> None:
     )
     assert code == 0, out
     assert png.stat().st_size > 10_000  # a real PNG with three panels, not an empty file
+
+
+def test_system_plot_title_names_the_system_its_options_and_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import matplotlib.figure
+
+    from cli_support import run_cli
+    from hotset.data import SynthConfig, make_synth
+    from hotset.units import format_bytes
+
+    titles: list[str] = []
+    real = matplotlib.figure.Figure.suptitle
+
+    def spy(self: matplotlib.figure.Figure, t: str, **kw: Any) -> Any:
+        titles.append(t)
+        return real(self, t, **kw)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "suptitle", spy)
+    data = tmp_path / "ds"
+    make_synth(data, SynthConfig(n=200, image_size=8, classes=3, seed=2), workers=1)
+    args = ["simulate", "--system", "shade", "--option", "coverage_floor=0.05"]
+    args += ["--dataset", str(data), "--cache-frac", "0.25", "--epochs", "2"]
+    code, out = run_cli(*args, "--plot", str(tmp_path / "e.png"), "--out", str(tmp_path / "r.json"))
+    assert code == 0, out
+    capacity = json.loads((tmp_path / "r.json").read_text())["capacity_bytes"]
+    assert capacity > 0
+    assert titles == [
+        f"shade[coverage_floor=0.05]: cache 25% of training bytes ({format_bytes(capacity)}), "
+        "2 epochs (simulated)"
+    ]
 
 
 def _table(out: str) -> tuple[list[str], list[list[str]]]:

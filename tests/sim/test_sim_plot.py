@@ -24,7 +24,7 @@ def _result(accuracy: bool) -> dict[str, Any]:
         }
         for e in range(4)
     ]
-    return {"epochs": rows, "config": {"system": "shade", "cache_frac": 0.2}}
+    return {"epochs": rows, "system": "shade", "cache_frac": 0.2, "config": {"options": {}}}
 
 
 def test_draws_a_png_and_the_accuracy_panel_only_when_there_is_one(tmp_path: Path) -> None:

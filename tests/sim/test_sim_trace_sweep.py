@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hotset.errors import HotsetError
-from hotset.sim.sweep import plot_sweep, sweep, write_sweep_json
+from hotset.sim.sweep import plot_sweep, sweep, sweep_series, write_sweep_json
 from hotset.sim.trace import sampler_epochs, simulate_epochs
 
 
@@ -43,3 +43,25 @@ def test_sweep_needs_exactly_one_size_kind_and_a_policy() -> None:
         sweep(orders, [], cache_items=[1])
     with pytest.raises(HotsetError, match="nothing to plot"):
         plot_sweep([], "x.png")
+
+
+def test_sweep_series_keeps_substitutions_apart_and_flags_them_when_missing(
+    tmp_path: Path,
+) -> None:
+    orders = sampler_epochs("random", n=400, epochs=3, seed=0)
+    fracs = [0.4, 0.1]
+    verbose = sweep(
+        orders, ["minio", "emul_quiv"], cache_fracs=fracs, n=400, planned=True, verbose=True
+    )
+    minio, quiver = sweep_series(verbose)
+    assert quiver.xs == (0.1, 0.4)  # ascending, whatever order the sweep ran in
+    rows = sorted((r for r in verbose if r["policy"] == "emul_quiv"), key=lambda r: r["cache_frac"])
+    assert quiver.exact == tuple(r["hits"] / r["requests"] for r in rows)
+    assert quiver.substituted == tuple(r["substitutions"] / r["requests"] for r in rows)
+    assert quiver.substitutes and min(quiver.substituted) > 0  # served, not merged into exact
+    assert not minio.substitutes and minio.substituted == (0.0, 0.0)
+    plain = sweep(orders, ["minio", "emul_quiv"], cache_fracs=fracs, n=400, planned=True)
+    _, unknown = sweep_series(plain)
+    assert unknown.substituted is None and unknown.exact == quiver.exact
+    for results in (verbose, plain):
+        assert plot_sweep(results, tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"

@@ -1,339 +1,163 @@
-"""The headline job: real training through the real loader over a slow store.
+"""The headline demo: every seed system against plain PyTorch on one named store.
 
-Every row trains the same small CNN (same initial weights) for the same number
-of epochs on the same synthetic training split, reading it through one job-wide
-modeled server (:class:`~hotset.storage.shared_throttle.SharedThrottledStore`:
-real sleeping, ``latency_ms`` per request, ``concurrency`` requests in flight
-across all DataLoader workers). Rows:
+One cell of ``hotset bench matrix`` (:mod:`hotset.bench.matrix`), run the way a
+person checks a claim: the five seed systems (SHADE, iCACHE, ImPACT, Quiver,
+Brand), the no-cache loader (``pytorch``), the plain ``torch.utils.data.DataLoader``
+and the no-I/O ceiling read the same data set through the real loader over one
+store preset (real sleeping: latency, link bandwidth, requests in flight). The
+accelerator's step is a fixed wait per batch, so a 2-core CPU does not hide the
+I/O, and the rows are measured back to back, ``repeats`` times with their order
+rotated, so that machine load moves torch's row as much as the others and
+cancels in the ratios; the spread over the repeats is shown.
 
-* ``torch`` -- a plain ``torch.utils.data.DataLoader`` (``shuffle=True``), what a
-  PyTorch user writes;
-* one row per hotset system, its cache in shared memory (the embedded default,
-  no server), with the training loop's real per-sample losses fed back;
-* the validation split is decoded once from local files and never cached.
-
-Samples/s and stall are wall-clock measurements on this machine; storage reads
-and hit ratios are counts. Nothing in this module is simulated.
+Accuracy and coverage come from the live simulator: a real small model trained
+on the same samples in each system's order (simulated time, real learning).
+The result ends in :func:`verdict`, one plain sentence naming the winner and the
+loser, each with the figure that makes it so.
 """
 
 from __future__ import annotations
 
-import math
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from hotset.bench.matrix import REFERENCES
+from hotset.bench.which import MIN_COVERAGE, acc_tolerance_pt, qualifies
 from hotset.errors import HotsetError
 
-DEFAULT_SYSTEMS = ("pytorch", "lru", "minio", "shade")
-
-
-def prepare(out: Path, *, n: int, seed: int, progress: bool = True) -> Path:
-    """Generate (or reuse) the synthetic dataset under ``out``."""
-    from hotset.data import Manifest
-    from hotset.data.synth import SynthConfig, make_synth
-
-    data_dir = out / f"synth-{n}-s{seed}"
-    if data_dir.is_dir():
-        try:
-            if len(Manifest.load(data_dir)) == n:
-                return data_dir
-        except HotsetError:
-            pass
-    make_synth(data_dir, SynthConfig(n=n, seed=seed), force=True, progress=progress)
-    return data_dir
-
-
-class _Split:
-    """The training manifest (ids 0..n_train-1) and the decoded validation tensors."""
-
-    def __init__(self, data_dir: Path, val_frac: float) -> None:
-        import torch
-
-        from hotset.data import Manifest
-        from hotset.data.decode import decode_many
-        from hotset.storage import LocalStore
-
-        full = Manifest.load(data_dir)
-        n_val = max(1, int(len(full) * val_frac))
-        n_train = len(full) - n_val
-        if n_train < 1:
-            raise HotsetError(f"val_frac={val_frac} leaves no training samples")
-        keys = list(full.keys)
-        self.meta = dict(full.meta)
-        self.train = Manifest(
-            np.arange(n_train),
-            keys[:n_train],
-            full.sizes[:n_train],
-            full.labels[:n_train],
-            list(full.hashes[:n_train]),
-            self.meta,
-        )
-        local = LocalStore(data_dir)
-        self.local = local
-        blobs = local.read_many(keys[n_train:])
-        self.val_x = torch.from_numpy(decode_many(blobs, keys[n_train:]))
-        self.val_y = torch.from_numpy(np.array(full.labels[n_train:], dtype=np.int64))
-
-
-class _Trainer:
-    """The same model, optimiser and schedule for every row (as in the simulator)."""
-
-    def __init__(self, meta: dict[str, Any], *, seed: int, lr: float, epochs: int) -> None:
-        import torch
-
-        from hotset.sim.models import make_model
-
-        torch.manual_seed(seed)
-        self.net = make_model("cnn", meta)
-        self.opt = torch.optim.SGD(self.net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
-        self.base_lr, self.epochs = lr, epochs
-
-    def set_epoch(self, epoch: int) -> None:
-        lr = self.base_lr * (1 + math.cos(math.pi * epoch / self.epochs)) / 2
-        for group in self.opt.param_groups:
-            group["lr"] = lr
-
-    def step(self, x: Any, y: Any, w: Any | None) -> Any:
-        import torch.nn.functional as F
-
-        self.net.train()
-        loss = F.cross_entropy(self.net(x), y, reduction="none")
-        weighted = loss if w is None else loss * w.to(loss.dtype)
-        self.opt.zero_grad()
-        weighted.mean().backward()
-        self.opt.step()
-        return loss.detach()
-
-    def accuracy(self, x: Any, y: Any) -> float:
-        import torch
-
-        self.net.eval()
-        with torch.no_grad():
-            pred = self.net(x).argmax(dim=1)
-        return float((pred == y).float().mean())
-
-
-def _plain_loader(split: _Split, store: Any, *, workers: int, batch_size: int, seed: int) -> Any:
-    import torch
-    from torch.utils.data import DataLoader
-
-    from hotset.bench.loader import PlainDataset
-
-    ds = PlainDataset(store, list(split.train.keys), np.asarray(split.train.labels))
-    return DataLoader(
-        ds,  # type: ignore[arg-type]  # map-style by duck typing, as PyTorch users write it
-        batch_size=batch_size,
-        shuffle=True,
-        num_workers=workers,
-        generator=torch.Generator().manual_seed(seed),
-    )
-
-
-def run_row(
-    name: str,
-    split: _Split,
-    store: Any,
-    *,
-    cache_frac: float,
-    epochs: int,
-    batch_size: int,
-    workers: int,
-    seed: int,
-    lr: float,
-    log: Callable[[str], None] = lambda _: None,
-) -> dict[str, Any]:
-    """Train one row; ``name == "torch"`` is the plain PyTorch DataLoader.
-
-    ``log`` hears one line per epoch, so a run of minutes is never silent.
-    """
-    from hotset.bench.loader import timed_batches
-    from hotset.torch import HotsetDataset
-    from hotset.torch import loader as make_loader
-
-    trainer = _Trainer(split.meta, seed=seed, lr=lr, epochs=epochs)
-    stall = 0.0
-    samples = 0
-    start = time.perf_counter()
-    reads0 = None
-    if name == "torch":
-        dl = _plain_loader(split, store, workers=workers, batch_size=batch_size, seed=seed)
-        for epoch in range(epochs):
-            trainer.set_epoch(epoch)
-            s, k = timed_batches(iter(dl), 0.0, lambda b: trainer.step(b[0], b[1], None))
-            stall += s
-            samples += k
-            log(f"  {name} epoch {epoch + 1}/{epochs}: {k} samples, stall {s:.1f} s")
-        hit_ratio: float | None = None
-        reads = samples
-        reads0 = len(split.train)
-        distinct = float(len(split.train))  # shuffle=True: a permutation every epoch
-    else:
-        data = HotsetDataset(manifest=split.train, store=store, decode="image")
-        # a system without a cache (capabilities.caches False) opens none, whatever the size
-        with make_loader(
-            data,
-            system=name,
-            cache=cache_frac,
-            batch_size=batch_size,
-            num_workers=workers,
-            seed=seed,
-        ) as ld:
-            for epoch in range(epochs):
-                ld.set_epoch(epoch)
-                trainer.set_epoch(epoch)
-
-                def on_batch(batch: Any) -> None:
-                    x, y, ids, w = batch
-                    ld.update(ids, trainer.step(x, y, w))
-
-                s, k = timed_batches(iter(ld), 0.0, on_batch)
-                stall += s
-                samples += k
-                accuracy = trainer.accuracy(split.val_x, split.val_y)
-                ld.record_validation(accuracy)
-                row = ld.report()[-1]
-                log(
-                    f"  {name} epoch {epoch + 1}/{epochs}: exact hits "
-                    f"{row['exact_hit_ratio']:.2f}, {row['unique_ids_trained']} distinct, "
-                    f"stall {s:.1f} s, val acc {accuracy:.3f}"
-                )
-            report = ld.report()
-        later = report[1:] or report
-        requests = sum(r["requests"] for r in later)
-        hit_ratio = sum(r["exact_hits"] for r in later) / max(1, requests)
-        reads = sum(r["storage_requests"] + r["rebuild_reads"] for r in report)
-        reads0 = report[0]["storage_requests"]
-        distinct = sum(r["unique_ids_trained"] for r in report) / len(report)
-    wall = time.perf_counter() - start
-    accuracy = trainer.accuracy(split.val_x, split.val_y)
-    return {
-        "system": name,
-        "exact_hit_ratio": None if hit_ratio is None else round(hit_ratio, 4),
-        "storage_reads_per_epoch": round(reads / epochs, 1),
-        "storage_reads_epoch1": reads0,
-        # coverage beside the hit ratio: distinct samples trained per epoch
-        "unique_ids_trained_per_epoch": round(distinct, 1),
-        "samples_per_s": round(samples / wall, 1),
-        "stall_share": round(stall / wall, 3),
-        "stall_seconds": round(stall, 2),
-        "val_accuracy": round(accuracy, 4),
-        "wall_seconds": round(wall, 2),
-    }
+#: the no-cache loader, then the five seed systems
+DEFAULT_SYSTEMS = ("pytorch", "shade", "icache", "impact", "quiver", "brand")
+DEFAULT_STORE = "cloud-nas"
+DEFAULT_WORKLOAD = "imagenet-like"
 
 
 def run(
     *,
     out: Path,
-    n: int = 5000,
-    epochs: int = 7,
+    store: Any,
+    workload: str = DEFAULT_WORKLOAD,
+    n: int = 1200,
+    systems: Sequence[str] = DEFAULT_SYSTEMS,
     cache_frac: float = 0.2,
-    systems: tuple[str, ...] = DEFAULT_SYSTEMS,
-    seed: int = 0,
-    workers: int = 2,
-    batch_size: int = 128,
-    latency_ms: float = 2.0,
-    concurrency: int = 4,
-    lr: float = 0.05,
-    val_frac: float = 0.2,
+    repeats: int = 3,
+    epochs: int = 3,
+    step_ms: float = 20.0,
+    workers: int = 4,
+    batch_size: int = 64,
+    seeds: Sequence[int] = (0,),
+    sim_epochs: int = 8,
     log: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Every row of the headline table; see the module docstring for what each means."""
-    from hotset.storage.shared_throttle import SharedThrottledStore
+    """Measure every row ``repeats`` times, simulate accuracy, and summarize."""
+    from hotset.bench.matrix import accuracy_runs, measure_group, summarize
+    from hotset.bench.workloads import workload_dir
+    from hotset.data import Manifest
+    from hotset.systems.registry import parse_system
 
-    if epochs < 1:
-        raise HotsetError(f"--epochs must be at least 1, got {epochs}")
     if not 0 < cache_frac <= 1:
         raise HotsetError(f"--cache-frac must be in (0, 1], got {cache_frac}")
-    data_dir = prepare(out, n=n, seed=seed)
-    split = _Split(data_dir, val_frac)
-    store = SharedThrottledStore(split.local, latency_ms=latency_ms, max_concurrency=concurrency)
-    rows = []
-    for name in ("torch", *systems):
+    if repeats < 1 or epochs < 2:
+        raise HotsetError(f"--repeats must be >= 1 and --epochs >= 2, got {repeats}, {epochs}")
+    for system in systems:
+        parse_system(system)
+    log(f"data: the {workload} workload under {out / 'data'} (made once, then reused)")
+    path = workload_dir(
+        workload, data_dir=out / "data", synth_n=n, imagenet_n=n, packed=True, progress=True
+    )
+    measured: list[dict[str, Any]] = []
+    for rep in range(repeats):
         log(
-            f"training {epochs} epochs through {'the plain DataLoader' if name == 'torch' else name} ..."
+            f"repeat {rep + 1}/{repeats}: torch, {', '.join(systems)}, no-io over {store.describe()}"
         )
-        rows.append(
-            run_row(
-                name,
-                split,
-                replace_store(store),
-                cache_frac=cache_frac,
-                epochs=epochs,
-                batch_size=batch_size,
-                workers=workers,
-                seed=seed,
-                lr=lr,
-                log=log,
-            )
+        rows = measure_group(
+            path, store=store, systems=systems, fracs=[cache_frac], epochs=epochs,
+            workers=workers, batch_size=batch_size, step_ms=step_ms, seed=0, rotate=rep,
+            tick=lambda name: log(f"  {name}"),
+        )  # fmt: skip
+        measured += [r | {"preset": _label(store), "workload": workload} for r in rows]
+    log(f"accuracy: the live simulator trains a small model {sim_epochs} epochs per system")
+    accuracy = [
+        r | {"workload": workload}
+        for r in accuracy_runs(
+            path, systems=systems, fracs=[cache_frac], seeds=seeds, epochs=sim_epochs,
+            store=store, step_ms=step_ms, tick=lambda name: log(f"  {name}"),
         )
-    base = rows[0]["samples_per_s"]
-    for row in rows:
-        row["speedup_vs_torch"] = round(row["samples_per_s"] / base, 2) if base else None
-    return {
-        "params": {
-            "n_train": len(split.train),
-            "n_val": len(split.val_y),
-            "epochs": epochs,
-            "cache_frac": cache_frac,
-            "workers": workers,
-            "batch_size": batch_size,
-            "latency_ms": latency_ms,
-            "concurrency": concurrency,
-            "seed": seed,
-            "dataset": str(data_dir),
-        },
-        "table": rows,
-        "notes": [
-            "Real training (small CNN, CPU) through the real loader; the store sleeps "
-            f"{latency_ms} ms per request with {concurrency} requests in flight job-wide.",
-            "exact_hit_ratio counts epochs 2..E; substitutions and storage reads are never merged "
-            "into it. samples/s and stall are wall-clock on this machine.",
-        ],
+    ]  # fmt: skip
+    manifest = Manifest.load(path)
+    params = {
+        "store": store.as_dict(),
+        "workload": workload,
+        "n": len(manifest),
+        "mean_sample_bytes": round(manifest.total_bytes / len(manifest)),
+        "cache_frac": cache_frac,
+        "repeats": repeats,
+        "epochs": epochs,
+        "step_ms": step_ms,
+        "workers": workers,
+        "batch_size": batch_size,
+        "sim_seeds": list(seeds),
+        "sim_epochs": sim_epochs,
     }
+    table = summarize(measured, accuracy)
+    return {"params": params, "table": table, "verdict": verdict(table, params)}
 
 
-def replace_store(store: Any) -> Any:
-    """A fresh throttle per row, so one row's queue never delays the next."""
-    return type(store)(
-        store.inner,
-        latency_ms=store.latency_ms,
-        bandwidth_mb_s=store.bandwidth_mb_s,
-        max_concurrency=store.max_concurrency,
+def _label(store: Any) -> str:
+    return str(store.preset) if store.preset else "custom"
+
+
+def _served(row: dict[str, Any]) -> float:
+    return (row.get("exact_hit_ratio") or 0.0) + (row.get("substitution_ratio") or 0.0)
+
+
+def _why_slow(row: dict[str, Any]) -> str:
+    """The figure that explains a losing row, most telling first."""
+    if (row.get("sim_distinct_share") or 1.0) < MIN_COVERAGE:
+        return f"it trains only {row['sim_distinct_share']:.0%} of the samples per epoch"
+    if (row.get("read_per_delivered") or 0.0) > 1.5:
+        return (
+            f"it reads {row['read_per_delivered']:.1f}x the bytes it delivers "
+            "(whole chunks over a limited link)"
+        )
+    if (row.get("sim_acc_delta_pt") or 0.0) < -acc_tolerance_pt(row):
+        return f"its accuracy is {row['sim_acc_delta_pt']:+.1f} pt off full-data training"
+    return f"its cache serves {_served(row):.0%} of requests (exact + substitution)"
+
+
+def verdict(table: list[dict[str, Any]], params: dict[str, Any]) -> str:
+    """Which system wins here, by how much, at what accuracy and coverage; which loses, why.
+
+    The winner is the fastest row that trains at least :data:`MIN_COVERAGE` of the
+    samples per epoch and loses no accuracy beyond the noise
+    (:func:`~hotset.bench.which.qualifies`; a cache that wins by training a subset has not won); the loser is the slowest
+    system row.
+    """
+    rows = [r for r in table if r["system"] not in REFERENCES]
+    if not rows:
+        raise HotsetError("the demo measured no system")
+    fair = sorted((r for r in rows if qualifies(r)), key=lambda r: -r["vs_torch"])
+    loser = min(rows, key=lambda r: r["vs_torch"])
+    store = params["store"]
+    where = (
+        f"On {store['preset'] or 'this store'} ({store['latency_ms']:g} ms per request, "
+        f"{store['bandwidth_mb_s'] or 'unlimited'} MB/s, {store['max_concurrency']} in flight) "
+        f"with {params['mean_sample_bytes'] / 1e3:.0f} kB samples and a "
+        f"{params['cache_frac']:.0%} cache, "
     )
-
-
-def plot(result: dict[str, Any], path: Path) -> Path:
-    """The headline table as bars: throughput vs torch, exact hits, distinct samples trained."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = result["table"]
-    names = [r["system"] for r in rows]
-    panels = (
-        ("samples/s vs torch", [r["speedup_vs_torch"] or 0 for r in rows]),
-        ("exact-hit ratio (epochs 2..E)", [r["exact_hit_ratio"] or 0 for r in rows]),
-        ("distinct samples trained / epoch", [r["unique_ids_trained_per_epoch"] for r in rows]),
-        ("validation accuracy", [r["val_accuracy"] for r in rows]),
+    if not fair:
+        return where + "no system kept full coverage and accuracy; see the table."
+    win = fair[0]
+    text = (
+        f"{where}{win['system']} wins: {win['vs_torch']:.2f}x the plain DataLoader "
+        f"({win['vs_torch_min']:.2f}-{win['vs_torch_max']:.2f} over {win['repeats']} repeats), "
+        f"{win['vs_no_io']:.2f} of the no-I/O ceiling, serving {_served(win):.0%} from its cache, "
+        f"at {win.get('sim_acc_delta_pt') or 0.0:+.1f} pt accuracy (noise: "
+        f"{win.get('sim_acc_noise_pt') or 0.0:.1f} pt) and "
+        f"{win.get('sim_distinct_share') or 1.0:.0%} coverage."
     )
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.6))
-    for ax, (title, values) in zip(axes, panels, strict=True):
-        ax.bar(names, values, color=[f"C{i % 10}" for i in range(len(names))])
-        ax.set_title(title, fontsize=9)
-        ax.tick_params(axis="x", labelrotation=45, labelsize=8)
-        ax.grid(axis="y", alpha=0.3)
-    p = result["params"]
-    fig.suptitle(
-        f"hotset demo: {p['n_train']} samples, {p['epochs']} epochs, cache {p['cache_frac']:.0%}, "
-        f"{p['latency_ms']:g} ms per request",
-        fontsize=10,
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    if loser is not win:
+        text += (
+            f" {loser['system']} is slowest at {loser['vs_torch']:.2f}x torch: {_why_slow(loser)}."
+        )
+    return text

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from hotset.errors import HotsetError
 DEFAULT_SYSTEMS = ("pytorch", "fifo", "lru", "lfu", "minio", "shade")
 
 
-class _MemoryStore:
+class MemoryStore:
     """Bytes by key in a dict: the no-I/O row's store (picklable, never slow)."""
 
     def __init__(self, blobs: dict[str, bytes]) -> None:
@@ -111,7 +111,7 @@ def with_rates(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _plain_row(
+def plain_row(
     name: str,
     store: Any,
     manifest: Any,
@@ -142,7 +142,9 @@ def _plain_row(
         samples += k
     wall = time.perf_counter() - start
     # shuffle=True: every epoch is a permutation of the whole dataset
-    return _row(name, samples, wall, stall, hits=None, reads=samples, unique=len(manifest))
+    row = _row(name, samples, wall, stall, hits=None, reads=samples, unique=len(manifest))
+    row["storage_bytes"] = row["delivered_bytes"] = epochs * int(manifest.total_bytes)
+    return row
 
 
 def _row(
@@ -168,7 +170,7 @@ def _row(
     }
 
 
-def _hotset_row(
+def hotset_row(
     system: str,
     data: Any,
     *,
@@ -179,7 +181,10 @@ def _hotset_row(
     compute_s: float,
     seed: int,
     io_threads: int,
+    losses: Callable[[Any, int], Any] | None = None,
 ) -> dict[str, Any]:
+    """One hotset system's row; ``losses(ids, epoch)`` stands in for the training
+    loop's per-sample losses (uniform random draws when not given)."""
     import torch
 
     from hotset.systems.registry import parse_system
@@ -199,16 +204,26 @@ def _hotset_row(
         check_store="off",
     ) as ld:
         rng = np.random.default_rng(seed)
+        sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
+        delivered = [0]
+        epoch_now = [0]
+
+        def stand_in(ids: Any) -> Any:
+            if losses is None:
+                return rng.random(len(ids)) + 0.1
+            return losses(np.asarray(ids), epoch_now[0])
 
         def feedback(batch: Any) -> None:
             ids = batch[2]
-            ld.update(ids, torch.from_numpy(rng.random(len(ids)) + 0.1))
+            delivered[0] += int(sizes[np.asarray(ids)].sum())
+            ld.update(ids, torch.from_numpy(np.asarray(stand_in(ids), dtype=np.float64)))
 
         if ld.system.capabilities.evaluates:  # ImPACT: a stand-in forward pass, as free
-            ld.evaluate_with(lambda _x, _y, ids: rng.random(len(ids)) + 0.1)
+            ld.evaluate_with(lambda _x, _y, ids: stand_in(ids))
 
         start = time.perf_counter()
         for epoch in range(epochs):
+            epoch_now[0] = epoch
             ld.set_epoch(epoch)
             timed_batches(iter(ld), compute_s, feedback)
         wall = time.perf_counter() - start
@@ -224,6 +239,11 @@ def _hotset_row(
     out["per_epoch_samples_per_s"] = [round(r["samples_per_s"], 1) for r in rows]
     out["substitution_ratio"] = round(sum(r["substitutions"] for r in rows) / requests, 4)
     out["unit_reads"] = sum(r["unit_reads"] for r in rows)
+    # bytes the store moved for this job: its reads, rebuilds and iCACHE's packer
+    out["storage_bytes"] = sum(
+        r["storage_bytes"] + r["rebuild_bytes"] + r["pack_bytes"] for r in rows
+    )
+    out["delivered_bytes"] = delivered[0]
     out["pack_reads"] = sum(r["pack_reads"] for r in rows)
     wasted, read = (getattr(ld.system.policy, k, None) for k in ("wasted_bytes", "chunk_bytes"))
     if wasted is not None and read is not None:  # chunk bytes neither served nor kept (Brand)
@@ -296,13 +316,13 @@ def run(
                 max_concurrency=concurrency,
             )
 
-        common = {"workers": workers, "batch_size": batch_size, "epochs": epochs}
+        common: dict[str, Any] = {"workers": workers, "batch_size": batch_size, "epochs": epochs}
         table = [
-            _plain_row("torch", throttled(), manifest, compute_s=compute_s, seed=seed, **common)
+            plain_row("torch", throttled(), manifest, compute_s=compute_s, seed=seed, **common)
         ]
         for name in systems:
             table.append(
-                _hotset_row(
+                hotset_row(
                     name,
                     data.with_store(throttled()),
                     cache_frac=cache_frac,
@@ -312,8 +332,8 @@ def run(
                     **common,
                 )
             )
-        memory = _MemoryStore({k: inner.read(k) for k in manifest.keys})
-        row = _plain_row("no-io", memory, manifest, compute_s=compute_s, seed=seed, **common)
+        memory = MemoryStore({k: inner.read(k) for k in manifest.keys})
+        row = plain_row("no-io", memory, manifest, compute_s=compute_s, seed=seed, **common)
         row["storage_requests"] = 0
         table.append(row)
     return {

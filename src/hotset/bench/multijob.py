@@ -5,9 +5,10 @@ data at once, and every job reading the whole data set each epoch makes the
 storage server the bottleneck (Quiver, FAST'20 §5.2). ``bench ranks`` measures
 one job's ranks; this measures separate jobs -- each its own process, seed,
 random order and random losses (the model's stand-in), no process group --
-started together over one modeled storage server
+over one modeled storage server
 (:class:`~hotset.storage.shared_throttle.SharedThrottledStore`: ``latency_ms`` per
-request, ``concurrency`` requests in flight across all jobs), in two arrangements:
+request, ``concurrency`` requests in flight across all jobs, one link of
+``bandwidth_mb_s``; a ``--store`` preset or the suite's default), in two arrangements:
 
 * ``private``: each job its own embedded shared-memory cache of ``cache_frac``
   of the data set's bytes;
@@ -17,38 +18,49 @@ request, ``concurrency`` requests in flight across all jobs), in two arrangement
   unit reads look there before storage (``pool_hits``, ``pool_unit_hits``).
 
 A system without a cache (``pytorch``) has nothing to arrange: it runs once
-(arrangement ``none``). Rows are per epoch averaged over every epoch (the cold
-first one included: co-operative loading matters most there) and summed over
-the jobs. ``reads_per_item_per_epoch`` is the bytes moved from storage over the
-data set's bytes: how many times each item was read per epoch across all jobs
-(1.0 = once between them; K = each job read everything). Coverage is checked
-per job and epoch: ``min_ids_trained`` is the fewest distinct ids any job
-trained in any epoch, ``every_id_every_epoch`` whether each job trained all.
+(arrangement ``none``). Each arrangement runs twice: ``lockstep`` (every job
+starts its first epoch at once) and ``staggered`` (job j starts j gaps after job
+0, :mod:`hotset.bench.stagger`; the offset is real time: the job process sleeps
+before its first epoch while the others read). Rows are per epoch averaged over
+every epoch (the cold first one included: co-operative loading matters most
+there) and summed over the jobs. ``reads_per_item_per_epoch`` is the bytes moved
+from storage over the data set's bytes: how many times each item was read per
+epoch across all jobs (1.0 = once between them; K = each job read everything).
+Coverage is checked per job and epoch: ``min_ids_trained`` is the fewest distinct
+ids any job trained in any epoch, ``ids_trained_per_job_epoch`` their mean,
+``every_id_every_epoch`` whether each job trained all.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hotset.bench.stagger import DEFAULT_STAGGER, Stagger
 from hotset.errors import HotsetError
+from hotset.storage.presets import StoreModel
 
 DEFAULT_SYSTEMS = ("pytorch", "minio", "quiver")
 ARRANGEMENTS = ("private", "shared")
+#: the store modeled without ``--store``: what the committed results used (an unlimited link)
+DEFAULT_STORE = StoreModel(latency_ms=2.0, bandwidth_mb_s=math.inf, max_concurrency=4)
 #: how long a job may take, start-up included, before the suite gives up on it
 JOB_TIMEOUT_S = 1800.0
 
 
 def _job_main(index: int, job: dict[str, Any], barrier: Any) -> None:
-    """One training job: wait for the others, train ``epochs`` epochs, write what it did."""
+    """One training job: wait for the others, wait its start offset (staggered runs),
+    train ``epochs`` epochs, write what it did and when (system-wide monotonic clock)."""
     import torch
 
     from hotset.torch import loader as make_loader
@@ -70,6 +82,9 @@ def _job_main(index: int, job: dict[str, Any], barrier: Any) -> None:
     ) as ld:
         rng = np.random.default_rng([seed, 0x70B])
         barrier.wait(timeout=JOB_TIMEOUT_S)  # every job built: start together
+        if job["start_gap_s"] > 0:
+            time.sleep(index * job["start_gap_s"])  # staggered: the others read meanwhile
+        start_at = time.monotonic()
         start = time.perf_counter()
         for epoch in range(job["epochs"]):
             ld.set_epoch(epoch)
@@ -79,12 +94,15 @@ def _job_main(index: int, job: dict[str, Any], barrier: Any) -> None:
                 mine += ids.tolist()
             served.append(mine)
         wall = time.perf_counter() - start
+        end_at = time.monotonic()
         rows = ld.report()
     out = {
         "rows": rows,
         "distinct": [len(set(s)) for s in served],
         "served": [len(s) for s in served],
         "wall": wall,
+        "start_at": start_at,
+        "end_at": end_at,
     }
     Path(job["out"], f"job{index}.json").write_text(json.dumps(out, default=str))
 
@@ -118,44 +136,84 @@ def _start_jobs(jobs: int, job: dict[str, Any]) -> float:
     return time.perf_counter() - started
 
 
+@dataclass(frozen=True)
+class _Suite:
+    """What every run of one ``bench multijob`` invocation shares."""
+
+    jobs: int
+    dataset: str
+    dataset_bytes: int
+    n: int
+    redis_url: str
+    epochs: int
+    batch_size: int
+    workers: int
+    seed: int
+    work: Path
+
+
 def _one_run(
+    suite: _Suite,
     *,
-    jobs: int,
     arrangement: str,
     system: str,
     cache_frac: float,
-    dataset: str,
-    dataset_bytes: int,
-    n: int,
     store: Any,
-    redis_url: str,
-    epochs: int,
-    batch_size: int,
-    workers: int,
-    seed: int,
-    work: Path,
+    start_gap_s: float,
     run_id: int,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One arrangement of one system: (its table row, each job's report)."""
-    out = work / f"run{run_id}"
+    """One arrangement of one system, lockstep (``start_gap_s`` 0) or staggered:
+    (its table row, each job's report)."""
+    out = suite.work / f"run{run_id}"
     out.mkdir()
     shared = arrangement == "shared"
     job = {
-        "dataset": dataset,
+        "dataset": suite.dataset,
         "store": store,
         "system": system,
         # private: the embedded shared-memory cache, a fraction of the data set's bytes
-        "cache": redis_url if shared else (cache_frac if arrangement == "private" else None),
+        "cache": suite.redis_url if shared else (cache_frac if arrangement == "private" else None),
         "cache_bytes": cache_frac if shared else None,  # a Redis namespace's budget
         "namespace": f"bench-multijob-{run_id}" if shared else None,
-        "batch_size": batch_size,
-        "workers": workers,
-        "seed": seed,
-        "epochs": epochs,
+        "batch_size": suite.batch_size,
+        "workers": suite.workers,
+        "seed": suite.seed,
+        "epochs": suite.epochs,
+        "start_gap_s": start_gap_s,
         "out": str(out),
     }
-    wall_with_startup = _start_jobs(jobs, job)
-    reports = [json.loads((out / f"job{i}.json").read_text()) for i in range(jobs)]
+    wall_with_startup = _start_jobs(suite.jobs, job)
+    reports = [json.loads((out / f"job{i}.json").read_text()) for i in range(suite.jobs)]
+    row = {"system": system, "arrangement": arrangement, "cache_frac": cache_frac}
+    # lockstep: the slowest job's wall from the common start, as always; staggered: from
+    # the first start to the last end, so the offsets count (fewer jobs ran meanwhile)
+    seconds = _wall(reports) if start_gap_s == 0 else _makespan(reports)
+    row |= _counts(suite, arrangement, cache_frac, reports, seconds)
+    row |= _timing(reports, start_gap_s, wall_with_startup)
+    first = min(r["start_at"] for r in reports)
+    per_job = [
+        {
+            "job": i,
+            "seed": suite.seed + i,
+            "rows": r["rows"],
+            "wall_seconds": round(r["wall"], 3),
+            "start_offset_s": round(r["start_at"] - first, 3),
+        }
+        for i, r in enumerate(reports)
+    ]
+    return row, per_job
+
+
+def _counts(
+    suite: _Suite,
+    arrangement: str,
+    cache_frac: float,
+    reports: list[dict[str, Any]],
+    seconds: float,
+) -> dict[str, Any]:
+    """The row's storage, hit and coverage columns, per epoch summed over the jobs, and
+    the samples all jobs trained per second of ``seconds``."""
+    jobs, epochs = suite.jobs, suite.epochs
     rows = [r["rows"] for r in reports]
 
     def per_epoch(*keys: str) -> float:
@@ -164,12 +222,8 @@ def _one_run(
     requests = per_epoch("requests")
     storage_bytes = per_epoch("storage_bytes", "rebuild_bytes", "degraded_bytes")
     requests_to_store = per_epoch("storage_requests", "rebuild_reads", "degraded_reads")
-    wall = max(r["wall"] for r in reports)
     distinct = [d for r in reports for d in r["distinct"]]
-    row = {
-        "system": system,
-        "arrangement": arrangement,
-        "cache_frac": cache_frac,
+    return {
         # memory all jobs hold together: K private caches, or the one namespace
         "cache_total_frac": round(cache_frac * (jobs if arrangement == "private" else 1), 4),
         "jobs": jobs,
@@ -177,7 +231,7 @@ def _one_run(
         "storage_requests_per_job_epoch": round(requests_to_store / jobs, 1),
         "storage_mb_per_epoch": round(storage_bytes / 1e6, 3),
         "storage_mb_per_job_epoch": round(storage_bytes / 1e6 / jobs, 3),
-        "reads_per_item_per_epoch": round(storage_bytes / dataset_bytes, 3),
+        "reads_per_item_per_epoch": round(storage_bytes / suite.dataset_bytes, 3),
         "exact_hit_ratio": round(per_epoch("exact_hits") / requests, 4) if requests else 0.0,
         "substitution_ratio": (
             round(per_epoch("substitutions") / requests, 4) if requests else 0.0
@@ -188,16 +242,35 @@ def _one_run(
         "rebuild_reads_per_epoch": round(per_epoch("rebuild_reads"), 1),
         "refused_puts_per_epoch": round(per_epoch("refused_puts"), 1),
         "min_ids_trained": min(distinct),
-        "every_id_every_epoch": all(d == n for d in distinct),
-        "samples_per_s": round(requests * epochs / wall, 1) if wall else 0.0,
-        "wall_seconds": round(wall, 2),
-        "wall_seconds_with_startup": round(wall_with_startup, 2),
+        "ids_trained_per_job_epoch": round(sum(distinct) / len(distinct), 1),
+        "every_id_every_epoch": all(d == suite.n for d in distinct),
+        "samples_per_s": round(requests * epochs / seconds, 1) if seconds else 0.0,
     }
-    per_job = [
-        {"job": i, "seed": seed + i, "rows": r["rows"], "wall_seconds": round(r["wall"], 3)}
-        for i, r in enumerate(reports)
-    ]
-    return row, per_job
+
+
+def _wall(reports: list[dict[str, Any]]) -> float:
+    """The slowest job's wall seconds, each from its own start (its own offset excluded)."""
+    return float(max(r["wall"] for r in reports))
+
+
+def _makespan(reports: list[dict[str, Any]]) -> float:
+    """The first job's start to the last job's end (system-wide monotonic clock)."""
+    return float(max(r["end_at"] for r in reports) - min(r["start_at"] for r in reports))
+
+
+def _timing(
+    reports: list[dict[str, Any]], start_gap_s: float, wall_with_startup: float
+) -> dict[str, Any]:
+    """When the jobs started and ended: the planned gap and what the clock saw."""
+    starts = [r["start_at"] for r in reports]
+    return {
+        "wall_seconds": round(_wall(reports), 2),
+        "wall_seconds_with_startup": round(wall_with_startup, 2),
+        "start": "staggered" if start_gap_s > 0 else "lockstep",
+        "start_gap_s": round(start_gap_s, 3),
+        "start_spread_s": round(max(starts) - min(starts), 3),
+        "makespan_seconds": round(_makespan(reports), 2),
+    }
 
 
 def _arrangements(system: str) -> tuple[str, ...]:
@@ -207,32 +280,8 @@ def _arrangements(system: str) -> tuple[str, ...]:
     return ARRANGEMENTS if capabilities_of(parse_system(system)[0]).caches else ("none",)
 
 
-def run(
-    *,
-    jobs: int = 4,
-    systems: Sequence[str] = DEFAULT_SYSTEMS,
-    cache_fracs: Sequence[float] = (0.1, 0.2),
-    n: int = 3000,
-    epochs: int = 3,
-    batch_size: int = 32,
-    latency_ms: float = 2.0,
-    concurrency: int = 4,
-    workers: int = 0,
-    seed: int = 0,
-    progress: bool = True,
-    chunk_size: int | None = None,
-) -> dict[str, Any]:
-    """Every (system, arrangement, cache share); see the module docstring.
-
-    ``chunk_size`` packs the data set in chunk files of that many samples (the
-    suites' usual 64 by default): a Quiver chunk of the cache holds more of them,
-    so jobs have more units to share between them.
-    """
-    from hotset.bench.redis_server import local_redis
-    from hotset.bench.workloads import PACK_CHUNK_SIZE, PACK_SHUFFLE_SEED, ensure_packed
-    from hotset.data import Manifest, SynthConfig, make_synth
-    from hotset.storage.local import LocalStore
-    from hotset.storage.shared_throttle import SharedThrottledStore
+def _check(*, jobs: int, epochs: int, systems: Sequence[str], cache_fracs: Sequence[float]) -> None:
+    """Every bad argument fails before any work, naming the value."""
     from hotset.systems.registry import get_spec, parse_system
 
     for spec in systems:
@@ -244,6 +293,40 @@ def run(
     for frac in cache_fracs:
         if not 0 < frac <= 1:
             raise HotsetError(f"bench multijob: a cache share must be in (0, 1], got {frac!r}")
+
+
+def run(
+    *,
+    jobs: int = 4,
+    systems: Sequence[str] = DEFAULT_SYSTEMS,
+    cache_fracs: Sequence[float] = (0.1, 0.2),
+    n: int = 3000,
+    epochs: int = 3,
+    batch_size: int = 32,
+    store: StoreModel = DEFAULT_STORE,
+    workers: int = 0,
+    seed: int = 0,
+    progress: bool = True,
+    chunk_size: int | None = None,
+    stagger: Stagger | None = DEFAULT_STAGGER,
+) -> dict[str, Any]:
+    """Every (system, arrangement, cache share), lockstep then staggered; see the module
+    docstring.
+
+    ``chunk_size`` packs the data set in chunk files of that many samples (the
+    suites' usual 64 by default): a Quiver chunk of the cache holds more of them,
+    so jobs have more units to share between them. ``stagger`` None runs the
+    lockstep rows only; one job has nothing to stagger and runs lockstep only.
+    """
+    from hotset.bench.redis_server import local_redis
+    from hotset.bench.workloads import PACK_CHUNK_SIZE, PACK_SHUFFLE_SEED, ensure_packed
+    from hotset.data import Manifest, SynthConfig, make_synth
+    from hotset.storage.local import LocalStore
+
+    _check(jobs=jobs, epochs=epochs, systems=systems, cache_fracs=cache_fracs)
+    pack = PACK_CHUNK_SIZE if chunk_size is None else chunk_size
+    if pack < 1:
+        raise HotsetError(f"bench multijob: --chunk-size must be >= 1, got {pack}")
     table: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="hotset-multijob-") as tmp, local_redis() as redis:
@@ -251,80 +334,145 @@ def run(
         dataset = str(work / "synth")
         make_synth(dataset, SynthConfig(n=n, image_size=16, seed=seed), workers=1)
         # every system reads the same packed set: chunk readers need it, others ignore it
-        pack = PACK_CHUNK_SIZE if chunk_size is None else chunk_size
-        if pack < 1:
-            raise HotsetError(f"bench multijob: --chunk-size must be >= 1, got {pack}")
         ensure_packed(dataset, chunk_size=pack, seed=PACK_SHUFFLE_SEED)
-        dataset_bytes = int(np.sum(Manifest.load(dataset).sizes))
+        suite = _Suite(
+            jobs=jobs,
+            dataset=dataset,
+            dataset_bytes=int(np.sum(Manifest.load(dataset).sizes)),
+            n=n,
+            redis_url=redis.url,
+            epochs=epochs,
+            batch_size=batch_size,
+            workers=workers,
+            seed=seed,
+            work=work,
+        )
         inner = LocalStore(dataset)
         for system in systems:
             for arrangement in _arrangements(system):
-                fracs = cache_fracs if arrangement != "none" else (0.0,)
-                for frac in fracs:
-                    store = SharedThrottledStore(
-                        inner, latency_ms=latency_ms, max_concurrency=concurrency, context="spawn"
+                for frac in cache_fracs if arrangement != "none" else (0.0,):
+                    pair = _side_by_side(
+                        suite, inner, store, stagger, system, arrangement, frac, len(table)
                     )
-                    row, per_job = _one_run(
-                        jobs=jobs,
-                        arrangement=arrangement,
-                        system=system,
-                        cache_frac=frac,
-                        dataset=dataset,
-                        dataset_bytes=dataset_bytes,
-                        n=n,
-                        store=store,
-                        redis_url=redis.url,
-                        epochs=epochs,
-                        batch_size=batch_size,
-                        workers=workers,
-                        seed=seed,
-                        work=work,
-                        run_id=len(table),
-                    )
-                    table.append(row)
-                    details.append(
-                        {k: row[k] for k in ("system", "arrangement", "cache_frac")}
-                        | {"jobs": per_job}
-                    )
-                    if progress:
-                        print(
-                            f"{system} {arrangement} {frac:g}: "
-                            f"{row['storage_requests_per_epoch']:.0f} requests/epoch, "
-                            f"{row['reads_per_item_per_epoch']:.2f} reads/item/epoch, "
-                            f"{row['samples_per_s']:.0f} samples/s",
-                            file=sys.stderr,
+                    for row, per_job in pair:
+                        table.append(row)
+                        details.append(
+                            {k: row[k] for k in ("system", "arrangement", "cache_frac", "start")}
+                            | {"jobs": per_job}
                         )
+                        if progress:
+                            _print_row(row)
     return {
-        "params": {
-            "jobs": jobs,
-            "n": n,
-            "dataset_bytes": dataset_bytes,
-            "epochs": epochs,
-            "batch_size": batch_size,
-            "latency_ms": latency_ms,
-            "concurrency": concurrency,
-            "workers": workers,
-            "chunk_size": pack,
-            "seed": seed,
-        },
+        "params": _params(suite, store, pack, stagger),
+        "store": store.as_dict(),
         "table": table,
-        "notes": [
-            f"Measured: {jobs} independent job processes (seeds {seed}..{seed + jobs - 1}, "
-            "random losses as the model's stand-in, no process group) started together "
-            f"on one synthetic data set of {n} samples packed {pack} per chunk, "
-            f"over one modeled storage server ({latency_ms:g} ms per request, {concurrency} "
-            "in flight across all jobs), each loader with "
-            f"{workers} DataLoader workers.",
-            "private: each job its own shared-memory cache of cache_frac of the data set's "
-            "bytes; shared: one Redis namespace (loopback) of cache_frac joined by every job. "
-            "none: a system without a cache, run once.",
-            "Per epoch averaged over all epochs (the cold first one included), summed over "
-            "jobs; storage requests and bytes include rebuild and degraded reads. "
-            "reads_per_item_per_epoch = storage bytes / data set bytes (1 = each item read "
-            "once across all jobs). Pool hits (samples) and pool unit hits (chunks not read "
-            "because other jobs had put what a job needed of them) are never exact hits.",
-            "samples_per_s: samples trained by all jobs / the slowest job's wall time after "
-            "the common start (process start-up excluded; wall_seconds_with_startup has it).",
-        ],
+        "notes": _notes(suite, store, pack, stagger),
         "jobs": details,
     }
+
+
+def _side_by_side(
+    suite: _Suite,
+    inner: Any,
+    store: StoreModel,
+    stagger: Stagger | None,
+    system: str,
+    arrangement: str,
+    frac: float,
+    run_id: int,
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The lockstep run, then (``stagger`` set, two jobs or more) the staggered one, whose
+    gap in epochs is measured on the lockstep run: (row, per-job reports) for each."""
+
+    def one(gap: float, run: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        server = _server(inner, store)  # a fresh schedule for every run
+        return _one_run(
+            suite,
+            arrangement=arrangement,
+            system=system,
+            cache_frac=frac,
+            store=server,
+            start_gap_s=gap,
+            run_id=run,
+        )
+
+    runs = [one(0.0, run_id)]
+    if stagger is not None and suite.jobs > 1:
+        epoch_s = runs[0][0]["wall_seconds"] / suite.epochs
+        runs.append(one(stagger.gap_s(epoch_s=epoch_s, jobs=suite.jobs), run_id + 1))
+    return runs
+
+
+def _server(inner: Any, store: StoreModel) -> Any:
+    """A modeled server with an empty schedule: each run books its own requests."""
+    from hotset.storage.shared_throttle import SharedThrottledStore
+
+    return SharedThrottledStore(
+        inner,
+        latency_ms=store.latency_ms,
+        bandwidth_mb_s=store.bandwidth_mb_s,
+        max_concurrency=store.max_concurrency,
+        context="spawn",
+    )
+
+
+def _print_row(row: dict[str, Any]) -> None:
+    print(
+        f"{row['system']} {row['arrangement']} {row['cache_frac']:g} {row['start']}: "
+        f"{row['storage_requests_per_epoch']:.0f} requests/epoch, "
+        f"{row['reads_per_item_per_epoch']:.2f} reads/item/epoch, "
+        f"{row['samples_per_s']:.0f} samples/s",
+        file=sys.stderr,
+    )
+
+
+def _params(suite: _Suite, store: StoreModel, pack: int, stagger: Stagger | None) -> dict[str, Any]:
+    link = store.as_dict()
+    return {
+        "jobs": suite.jobs,
+        "n": suite.n,
+        "dataset_bytes": suite.dataset_bytes,
+        "epochs": suite.epochs,
+        "batch_size": suite.batch_size,
+        "latency_ms": store.latency_ms,
+        "concurrency": store.max_concurrency,
+        "bandwidth_mb_s": link["bandwidth_mb_s"],
+        "workers": suite.workers,
+        "chunk_size": pack,
+        "seed": suite.seed,
+        "stagger": None if stagger is None else stagger.describe(),
+    }
+
+
+def _notes(suite: _Suite, store: StoreModel, pack: int, stagger: Stagger | None) -> list[str]:
+    jobs, seed, n = suite.jobs, suite.seed, suite.n
+    starts = (
+        "started together (lockstep)"
+        if stagger is None or jobs == 1
+        else f"started together (lockstep rows) and staggered ({stagger.describe()})"
+    )
+    return [
+        f"Measured: {jobs} independent job processes (seeds {seed}..{seed + jobs - 1}, "
+        f"random losses as the model's stand-in, no process group) {starts} "
+        f"on one synthetic data set of {n} samples packed {pack} per chunk, "
+        f"over one modeled storage server ({store.describe()}, across all jobs), "
+        f"each loader with {suite.workers} DataLoader workers.",
+        "private: each job its own shared-memory cache of cache_frac of the data set's "
+        "bytes; shared: one Redis namespace (loopback) of cache_frac joined by every job. "
+        "none: a system without a cache, run once.",
+        "Per epoch averaged over all epochs (the cold first one included), summed over "
+        "jobs; storage requests and bytes include rebuild and degraded reads. "
+        "reads_per_item_per_epoch = storage bytes / data set bytes (1 = each item read "
+        "once across all jobs). Pool hits (samples) and pool unit hits (chunks not read "
+        "because other jobs had put what a job needed of them) are never exact hits.",
+        "samples_per_s: samples trained by all jobs / seconds: in lockstep rows the "
+        "slowest job's wall time after the common start, in staggered rows "
+        "makespan_seconds (the first job's start to the last job's end), so the "
+        "offsets count; process start-up excluded (wall_seconds_with_startup has it). "
+        "wall_seconds is the slowest job's time from its own start in both.",
+        "start: lockstep rows start every job's first epoch at once after all are built; "
+        "staggered rows start job j start_gap_s x j later (real time: the job sleeps "
+        "before its first epoch while the others read). A gap in epochs is the lockstep "
+        "row's wall_seconds / epochs x spread / jobs. start_spread_s is the measured "
+        "last start minus first start (system-wide monotonic clock).",
+    ]

@@ -21,6 +21,7 @@ machine: "remote" pool entries are one loopback hop away, not a network's.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tempfile
 import time
@@ -32,8 +33,11 @@ import numpy as np
 
 from hotset.errors import HotsetError
 from hotset.sim.nodes import scopes_for
+from hotset.storage.presets import StoreModel
 
 DEFAULT_SYSTEMS = ("pytorch", "lru", "minio", "shade")
+#: the store modeled without ``--store``: what the committed results used (an unlimited link)
+DEFAULT_STORE = StoreModel(latency_ms=2.0, bandwidth_mb_s=math.inf, max_concurrency=4)
 
 
 def _rank_main(rank: int, job: dict[str, Any]) -> None:
@@ -157,12 +161,14 @@ def run(
     n: int = 2000,
     epochs: int = 3,
     batch_size: int = 32,
-    latency_ms: float = 2.0,
-    concurrency: int = 4,
+    store: StoreModel = DEFAULT_STORE,
     seed: int = 0,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Every (world, scope, system, cache share); pooled only where there are 2+ ranks."""
+    """Every (world, scope, system, cache share); pooled only where there are 2+ ranks.
+
+    ``store`` is the one modeled server every run's ranks share (a fresh schedule per run).
+    """
     from hotset.bench.redis_server import local_redis
     from hotset.bench.workloads import ensure_packed, needs_chunks
     from hotset.data import SynthConfig, make_synth
@@ -194,10 +200,11 @@ def run(
             for frac in cache_fracs:
                 for system in systems:
                     for scope in scopes_for(system, world):
-                        store = SharedThrottledStore(
+                        server = SharedThrottledStore(
                             inner,
-                            latency_ms=latency_ms,
-                            max_concurrency=concurrency,
+                            latency_ms=store.latency_ms,
+                            bandwidth_mb_s=store.bandwidth_mb_s,
+                            max_concurrency=store.max_concurrency,
                             context="spawn",
                         )
                         row = _one_run(
@@ -206,7 +213,7 @@ def run(
                             system=system,
                             cache_frac=frac,
                             dataset=dataset,
-                            store=store,
+                            store=server,
                             redis_url=redis.url,
                             epochs=epochs,
                             batch_size=batch_size,
@@ -227,15 +234,17 @@ def run(
             "n": n,
             "epochs": epochs,
             "batch_size": batch_size,
-            "latency_ms": latency_ms,
-            "concurrency": concurrency,
+            "latency_ms": store.latency_ms,
+            "concurrency": store.max_concurrency,
+            "bandwidth_mb_s": store.as_dict()["bandwidth_mb_s"],
             "seed": seed,
         },
+        "store": store.as_dict(),
         "table": rows,
         "notes": [
             "Measured: real ranks (processes in a gloo group) on this machine, each a hotset "
             "loader (no DataLoader workers) over one modeled storage server for the whole "
-            f"job ({latency_ms:g} ms per request, {concurrency} in flight).",
+            f"job ({store.describe()}).",
             "private: a shared-memory cache of cache_frac_per_rank per rank; pooled: one "
             "Redis namespace (loopback) of world x that, split between the ranks.",
             "Per epoch after the first, summed over ranks; pool_hit_ratio counts planned "

@@ -20,6 +20,48 @@ from hotset.fsutil import atomic_write
 RESULTS_DIR = Path("benchmarks") / "results"
 
 
+def checkout_root(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` whose pyproject.toml names the
+    project ``hotset``: the source checkout a run inside it belongs to (None: none)."""
+    import tomllib
+
+    for folder in (start, *start.parents):
+        project = folder / "pyproject.toml"
+        try:
+            name = tomllib.loads(project.read_text()).get("project", {}).get("name")
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue  # no file, or not one we can read: not a checkout of ours
+        if name == "hotset":
+            return folder
+    return None
+
+
+def user_root() -> Path:
+    """``$XDG_DATA_HOME/hotset`` (an absolute XDG_DATA_HOME only, as the XDG spec
+    says), else ``~/.local/share/hotset``: results of a run outside a checkout."""
+    from hotset.errors import HotsetError
+
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "hotset"
+    try:
+        return Path.home() / ".local" / "share" / "hotset"
+    except RuntimeError:
+        raise HotsetError(
+            "bench: no home directory to write results under; give --root DIR"
+        ) from None
+
+
+def default_root(cwd: Path | None = None) -> Path:
+    """Where ``hotset bench`` writes when ``--root`` is not given.
+
+    Inside a hotset checkout, the checkout (its committed ``benchmarks/``), from
+    whichever subdirectory the run starts; anywhere else a user data directory, so a
+    run from a random directory never leaves ``./benchmarks/results`` behind.
+    """
+    return checkout_root((cwd or Path.cwd()).resolve()) or user_root()
+
+
 def machine() -> dict[str, Any]:
     """What the numbers were measured on."""
     info: dict[str, Any] = {
@@ -48,9 +90,11 @@ def command_line() -> str:
 
 
 def write_result(
-    suite: str, result: Any, *, root: Path = Path("."), command: str | None = None
+    suite: str, result: Any, *, root: Path | None = None, command: str | None = None
 ) -> Path:
-    """Write ``benchmarks/results/<suite>.json`` and regenerate the README."""
+    """Write ``<root>/benchmarks/results/<suite>.json`` and regenerate the README
+    (``root`` None: :func:`default_root`, as ``hotset bench`` without ``--root``)."""
+    root = default_root() if root is None else root
     doc = {
         "suite": suite,
         "command": command or command_line(),

@@ -48,13 +48,17 @@ def workload_dir(
     synth_n: int = 20_000,
     progress: bool = False,
     packed: bool = False,
+    imagenet_n: int = IMAGENET_LIKE_N,
 ) -> Path:
     """The dataset directory of workload ``name``, generating it when missing.
 
     ``packed``: also its chunk layout (written once, beside the files; systems that
-    read single samples ignore it).
+    read single samples ignore it). ``imagenet_n``: samples of ``imagenet-like``
+    (the demo uses fewer to stay within minutes).
     """
-    path = _generated(name, data_dir=data_dir, synth_n=synth_n, progress=progress)
+    path = _generated(
+        name, data_dir=data_dir, synth_n=synth_n, imagenet_n=imagenet_n, progress=progress
+    )
     if packed:
         ensure_packed(path, progress=progress)
     return path
@@ -74,13 +78,13 @@ def ensure_packed(
         pack_dataset(path, chunk_size=chunk_size, shuffle_seed=seed, progress=progress)
 
 
-def _generated(name: str, *, data_dir: Path, synth_n: int, progress: bool) -> Path:
+def _generated(name: str, *, data_dir: Path, synth_n: int, imagenet_n: int, progress: bool) -> Path:
     from hotset.data import Manifest, SynthConfig, make_digits, make_synth
 
     if name == "synth":
         path, expected = data_dir / f"synth-{synth_n}", synth_n
     elif name == "imagenet-like":
-        path, expected = data_dir / f"imagenet-like-{IMAGENET_LIKE_N}", IMAGENET_LIKE_N
+        path, expected = data_dir / f"imagenet-like-{imagenet_n}", imagenet_n
     elif name == "digits":
         path, expected = data_dir / "digits", 1797
     else:
@@ -94,7 +98,7 @@ def _generated(name: str, *, data_dir: Path, synth_n: int, progress: bool) -> Pa
     if name == "synth":
         make_synth(path, SynthConfig(n=synth_n, seed=0), force=True, progress=progress)
     elif name == "imagenet-like":
-        cfg = SynthConfig(n=IMAGENET_LIKE_N, seed=0, sizes="imagenet")
+        cfg = SynthConfig(n=imagenet_n, seed=0, sizes="imagenet")
         make_synth(path, cfg, force=True, progress=progress)
     else:
         make_digits(path, force=True, progress=progress)

@@ -14,6 +14,7 @@ _COLUMNS = (
     ("size", "cache_frac", "{:.0%}"),
     ("exact hits", "exact_hit_ratio", "{:.3f}"),
     ("substituted", "substitution_ratio", "{:.3f}"),
+    ("coverage", "coverage_after_first", "{:.0%}"),
     ("exact (run)", "exact_hit_ratio_all", "{:.3f}"),
     ("belady (run)", "belady_hit_ratio_all", "{:.3f}"),
     ("cache", "cache_bytes", "bytes"),
@@ -51,7 +52,13 @@ def _floats(text: str, option: str) -> list[float]:
 @click.option("--epochs", type=click.IntRange(min=2), default=4, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @simulated_store_options
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option(
+    "--plot",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write a PNG: per system and size, exact hits and substitutions stacked with "
+    "coverage on each bar, and exact hits against Belady's bound.",
+)
 @click.option(
     "--json",
     "as_json",
@@ -78,7 +85,8 @@ def advise(
     """Replay each system over a grid of cache sizes on DATASET (simulated) and advise.
 
     Prints, per system and size, exact hits and substitutions of epochs 2..E
-    (never merged), exact hits over the whole run next to Belady's bound on the
+    (never merged) and coverage (distinct samples trained per epoch over the
+    training samples), exact hits over the whole run next to Belady's bound on the
     same sequence, storage reads per epoch (requests and bytes), distinct samples
     trained per epoch, and the modeled epoch I/O time; then the knee and the
     smallest size reaching --target. Sizes are fractions in (0, 1] of the
@@ -133,7 +141,9 @@ def advise(
             )
             answer = (
                 f"{need:.0%} of the data ({_cell(s[f'bytes_for_{target:g}'], 'bytes')} of cache), "
-                f"training {row['unique_ids_trained_after_first']:.0f} distinct samples per epoch"
+                f"training {row['unique_ids_trained_after_first']:.0f} distinct samples per epoch "
+                f"({row['coverage_after_first']:.0%} coverage); substitutions serve a further "
+                f"{row['substitution_ratio']:.3f} of requests"
             )
         knee = (
             "no knee (returns do not diminish within the grid)"

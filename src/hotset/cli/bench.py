@@ -1,4 +1,4 @@
-"""``hotset bench <suite>``: measured figures, written under benchmarks/results/."""
+"""``hotset bench <suite>``: measured figures, written under ROOT/benchmarks/results/."""
 
 from __future__ import annotations
 
@@ -23,7 +23,12 @@ _SUITE_MODULES: dict[str, str] = {
     "nodes": "hotset.cli.bench_nodes",
     "ranks": "hotset.cli.bench_ranks",
     "multijob": "hotset.cli.bench_multijob",
+    "matrix": "hotset.cli.bench_matrix",
+    "which": "hotset.cli.bench_which",
 }
+
+#: commands of the group that read committed results instead of measuring (no suite)
+READERS = ("which",)
 
 
 class _BenchGroup(click.Group):
@@ -42,7 +47,11 @@ class _BenchGroup(click.Group):
 
 @click.group(cls=_BenchGroup)
 def bench() -> None:
-    """Run a benchmark suite; results go to benchmarks/results/<suite>.json."""
+    """Run a benchmark suite; results go to ROOT/benchmarks/results/<suite>.json.
+
+    ROOT is --root, else the hotset checkout the current directory is in, else
+    $XDG_DATA_HOME/hotset (~/.local/share/hotset); each run prints the path it wrote.
+    """
 
 
 def finish(suite: str, result: dict[str, Any], root: Path, as_json: bool) -> None:
@@ -58,6 +67,7 @@ def finish(suite: str, result: dict[str, Any], root: Path, as_json: bool) -> Non
     path = write_result(suite, result, root=root)
     if as_json:
         click.echo(json.dumps(result))
+        click.echo(f"wrote {path}", err=True)  # the JSON stays alone on stdout
         return
     ctx = click.get_current_context(silent=True)
     command = ctx.command.name if ctx is not None and ctx.command.name else suite
@@ -84,12 +94,21 @@ def name_option(suite: str) -> Any:
     )
 
 
+def _resolve_root(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path:
+    """``--root`` as given, else the stated default (never the bare current directory)."""
+    from hotset.bench.results import default_root
+
+    return value if value is not None else default_root()
+
+
 root_option = click.option(
     "--root",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="Project root under which benchmarks/results/ is written.",
+    default=None,
+    callback=_resolve_root,
+    help="Directory under which benchmarks/results/<name>.json is written "
+    "[default: the hotset source checkout holding the current directory, found by its "
+    "pyproject.toml; else $XDG_DATA_HOME/hotset, or ~/.local/share/hotset].",
 )
 
 

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import click
 
+from hotset.bench.multijob import DEFAULT_STORE
 from hotset.cli.bench import finish, name_option, root_option
+from hotset.cli.bench_job_store import job_store, job_store_options
+from hotset.cli.store_option import store_line
 
 
 @click.command("multijob")
@@ -23,13 +26,14 @@ from hotset.cli.bench import finish, name_option, root_option
 @click.option("--n", "n", type=click.IntRange(min=64), default=3000, show_default=True)
 @click.option("--epochs", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
-@click.option("--latency-ms", type=click.FloatRange(min=0), default=2.0, show_default=True)
+@job_store_options(DEFAULT_STORE)
 @click.option(
-    "--concurrency",
-    type=click.IntRange(min=1),
-    default=4,
+    "--stagger",
+    default="epoch",
     show_default=True,
-    help="Requests in flight at the storage server, across all jobs.",
+    help="Beside each lockstep row, a row whose jobs start apart: 'epoch' (job j of J "
+    "starts j/J of a lockstep epoch after job 0), '<F>epoch' (spread over F epochs), "
+    "'<S>s' (S seconds between consecutive starts), or 'none' (lockstep rows only).",
 )
 @click.option(
     "--workers", type=click.IntRange(min=0), default=0, show_default=True, help="Per job."
@@ -53,8 +57,11 @@ def command(
     n: int,
     epochs: int,
     batch_size: int,
-    latency_ms: float,
-    concurrency: int,
+    store_preset: str | None,
+    latency_ms: float | None,
+    bandwidth_mb_s: float | None,
+    concurrency: int | None,
+    stagger: str,
     workers: int,
     seed: int,
     chunk_size: int,
@@ -63,11 +70,14 @@ def command(
     as_json: bool,
     root: Path,
 ) -> None:
-    """Storage reads per epoch across K jobs, private caches vs one shared namespace."""
+    """Storage reads per epoch across K jobs, private caches vs one shared namespace,
+    jobs started together and staggered."""
     from hotset.bench.multijob import run
+    from hotset.bench.stagger import parse_stagger
     from hotset.bench.workloads import parse_floats
     from hotset.systems.registry import split_systems
 
+    store = job_store(DEFAULT_STORE, store_preset, latency_ms, bandwidth_mb_s, concurrency)
     result = run(
         jobs=jobs,
         systems=split_systems(systems),
@@ -75,11 +85,13 @@ def command(
         n=n,
         epochs=epochs,
         batch_size=batch_size,
-        latency_ms=latency_ms,
-        concurrency=concurrency,
+        store=store,
         workers=workers,
         seed=seed,
         progress=progress,
         chunk_size=chunk_size,
+        stagger=parse_stagger(stagger),
     )
+    if not as_json:
+        click.echo(store_line(store))
     finish(name, result, root, as_json)

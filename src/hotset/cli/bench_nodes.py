@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from hotset.cli.bench import finish, root_option
+from hotset.cli.store_option import simulated_store, simulated_store_options, store_line
 
 
 @click.command("nodes")
@@ -24,6 +25,7 @@ from hotset.cli.bench import finish, root_option
     help="Also ImageNet-1k sizes on this many nodes (0: skip; slow at 64).",
 )
 @click.option("--imagenet-frac", type=float, default=0.01, show_default=True, help="Per node.")
+@simulated_store_options
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @root_option
@@ -36,6 +38,10 @@ def command(
     batch_size: int,
     imagenet_nodes: int,
     imagenet_frac: float,
+    store_preset: str | None,
+    latency_ms: float | None,
+    bandwidth_mb_s: float | None,
+    concurrency: int | None,
     progress: bool,
     as_json: bool,
     root: Path,
@@ -45,6 +51,7 @@ def command(
     from hotset.bench.workloads import parse_floats, parse_ints
     from hotset.systems.registry import get_spec, parse_system, split_systems
 
+    store = simulated_store(store_preset, latency_ms, bandwidth_mb_s, concurrency)
     # systems may hold options with commas (shade[a=1,b=2]): split_systems knows brackets
     names = split_systems(systems)
     for spec in names:
@@ -58,6 +65,9 @@ def command(
         batch_size=batch_size,
         imagenet_nodes=imagenet_nodes,
         imagenet_frac=imagenet_frac,
+        store=store,
         progress=progress,
     )
+    if not as_json:
+        click.echo(store_line(store))
     finish("nodes", result, root, as_json)

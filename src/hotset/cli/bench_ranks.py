@@ -6,7 +6,10 @@ from pathlib import Path
 
 import click
 
+from hotset.bench.ranks import DEFAULT_STORE
 from hotset.cli.bench import finish, root_option
+from hotset.cli.bench_job_store import job_store, job_store_options
+from hotset.cli.store_option import store_line
 
 
 @click.command("ranks")
@@ -16,7 +19,7 @@ from hotset.cli.bench import finish, root_option
 @click.option("--n", "n", type=click.IntRange(min=64), default=2000, show_default=True)
 @click.option("--epochs", type=click.IntRange(min=2), default=3, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
-@click.option("--latency-ms", type=click.FloatRange(min=0), default=2.0, show_default=True)
+@job_store_options(DEFAULT_STORE)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @root_option
@@ -27,7 +30,10 @@ def command(
     n: int,
     epochs: int,
     batch_size: int,
-    latency_ms: float,
+    store_preset: str | None,
+    latency_ms: float | None,
+    bandwidth_mb_s: float | None,
+    concurrency: int | None,
     progress: bool,
     as_json: bool,
     root: Path,
@@ -37,6 +43,7 @@ def command(
     from hotset.bench.workloads import parse_floats, parse_ints
     from hotset.systems.registry import split_systems
 
+    store = job_store(DEFAULT_STORE, store_preset, latency_ms, bandwidth_mb_s, concurrency)
     result = run(
         worlds=parse_ints(worlds, option="--worlds"),
         systems=split_systems(systems),
@@ -44,7 +51,9 @@ def command(
         n=n,
         epochs=epochs,
         batch_size=batch_size,
-        latency_ms=latency_ms,
+        store=store,
         progress=progress,
     )
+    if not as_json:
+        click.echo(store_line(store))
     finish("ranks", result, root, as_json)

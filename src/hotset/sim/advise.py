@@ -226,7 +226,8 @@ def advise(
             ),
             KNEE_NOTE,
             "exact_hit_ratio, substitution_ratio and reads count epochs 2..E (the first fills); "
-            "unique_ids_trained_after_first is coverage; belady_hit_ratio_all is Belady's MIN "
+            "unique_ids_trained_after_first is coverage (coverage_after_first: over the "
+            "n_train training samples); belady_hit_ratio_all is Belady's MIN "
             "on the row's own request sequence, over the whole run (compare it with "
             "exact_hit_ratio_all); reads are per epoch 2..E, as requests and as bytes.",
         ],

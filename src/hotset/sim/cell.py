@@ -142,6 +142,12 @@ def run_one(
         "unique_ids_trained_after_first": round(
             sum(r["unique_ids_trained"] for r in later) / len(later), 1
         ),
+        # coverage as a share, so a plot can set it beside the hit ratios: a cache that
+        # serves much by training a third of the data must show the third
+        "n_train": result["n_train"],
+        "coverage_after_first": round(
+            sum(r["unique_ids_trained"] for r in later) / len(later) / result["n_train"], 4
+        ),
         "never_trained_at_end": rows[-1]["never_trained"],
         "modeled_epoch_seconds_after_first": round(
             sum(r["modeled_epoch_seconds"] for r in later) / len(later), 4

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +62,53 @@ def sweep(
     return results
 
 
-def plot_sweep(results: Sequence[dict[str, Any]], path: str | Path, *, title: str = "") -> Path:
-    """Draw hit ratio against cache size, one line per policy; write ``path`` (PNG)."""
+@dataclass(frozen=True)
+class SweepSeries:
+    """One policy's line: cache sizes ascending, its exact-hit and substitution ratios.
+
+    ``substituted`` is None when the results do not carry the count (a sweep run
+    without ``verbose``); ``substitutes`` says whether the policy can substitute at
+    all, so a plot can say that a part of what it serves is not drawn.
+    """
+
+    policy: str
+    xs: tuple[float, ...]
+    exact: tuple[float, ...]
+    substituted: tuple[float, ...] | None
+    substitutes: bool
+
+
+def sweep_series(results: Sequence[dict[str, Any]]) -> list[SweepSeries]:
+    """Per policy (first-seen order), what :func:`plot_sweep` draws: exact hits and
+    substitutions as shares of requests, kept apart."""
+    from hotset.policies.registry import policy_class
+
     if not results:
         raise HotsetError("nothing to plot: the sweep has no results")
     key = "cache_frac" if "cache_frac" in results[0] else "cache_items"
+    out = []
+    for policy in dict.fromkeys(r["policy"] for r in results):
+        rows = sorted((r for r in results if r["policy"] == policy), key=lambda r: r[key])
+        known = all("substitutions" in r for r in rows)
+        out.append(
+            SweepSeries(
+                policy=policy,
+                xs=tuple(float(r[key]) for r in rows),
+                exact=tuple(r["hits"] / r["requests"] for r in rows),
+                substituted=tuple(r["substitutions"] / r["requests"] for r in rows)
+                if known
+                else None,
+                substitutes=policy_class(policy).capabilities.substitutes,
+            )
+        )
+    return out
+
+
+def plot_sweep(results: Sequence[dict[str, Any]], path: str | Path, *, title: str = "") -> Path:
+    """Draw exact-hit ratio against cache size, one line per policy, with substitutions
+    stacked above it as a hatched band where the results carry them; write ``path`` (PNG)."""
+    series = sweep_series(results)
+    frac = "cache_frac" in results[0]
     import matplotlib
 
     matplotlib.use("Agg")
@@ -73,24 +116,31 @@ def plot_sweep(results: Sequence[dict[str, Any]], path: str | Path, *, title: st
 
     fig, ax = plt.subplots(figsize=(5.5, 4.0), dpi=120)
     try:
-        policies = list(dict.fromkeys(r["policy"] for r in results))
-        for i, policy in enumerate(policies):
-            rows = sorted((r for r in results if r["policy"] == policy), key=lambda r: r[key])
-            xs = [r[key] * (100 if key == "cache_frac" else 1) for r in rows]
-            ax.plot(
-                xs,
-                [r["hit_ratio"] * 100 for r in rows],
-                marker=_MARKERS[i % len(_MARKERS)],
-                linestyle=_LINES[i % len(_LINES)],
-                label=policy,
-            )
-        ax.set_xlabel("cache size (% of dataset)" if key == "cache_frac" else "cache size (items)")
-        ax.set_ylabel("hit ratio (%)")
+        for i, s in enumerate(series):
+            xs = [x * (100 if frac else 1) for x in s.xs]
+            exact = [h * 100 for h in s.exact]
+            (line,) = ax.plot(
+                xs, exact, marker=_MARKERS[i % len(_MARKERS)],
+                linestyle=_LINES[i % len(_LINES)], label=s.policy,
+            )  # fmt: skip
+            if s.substituted is not None and any(s.substituted):
+                top = [e + h * 100 for e, h in zip(exact, s.substituted, strict=True)]
+                ax.fill_between(
+                    xs, exact, top, facecolor="none", edgecolor=line.get_color(),
+                    hatch="////", linewidth=0, label=f"{s.policy}: + substitutions",
+                )  # fmt: skip
+        ax.set_xlabel("cache size (% of dataset)" if frac else "cache size (items)")
+        banded = any(s.substituted is not None and any(s.substituted) for s in series)
+        ax.set_ylabel("exact-hit ratio (%)" + ("; hatched: + substitutions" if banded else ""))
         ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
-        ax.legend()
-        if title:
-            ax.set_title(title)
+        ax.legend(fontsize=8)
+        undrawn = [s.policy for s in series if s.substitutes and s.substituted is None]
+        note = (
+            f"not drawn: substitutions of {', '.join(undrawn)} (-v draws them)" if undrawn else ""
+        )
+        if title or note:
+            ax.set_title("\n".join(t for t in (title, note) if t), fontsize=9)
         fig.tight_layout()
         out = Path(path)
         try:

@@ -67,6 +67,18 @@ class StoreModel:
             "concurrency": self.max_concurrency,
         }
 
+    def throttle(self, inner: Any) -> Any:
+        """``inner`` behind this model on the real clock, one server for the whole job
+        (:class:`~hotset.storage.shared_throttle.SharedThrottledStore`)."""
+        from hotset.storage.shared_throttle import SharedThrottledStore
+
+        return SharedThrottledStore(
+            inner,
+            latency_ms=self.latency_ms,
+            bandwidth_mb_s=self.bandwidth_mb_s,
+            max_concurrency=self.max_concurrency,
+        )
+
     def as_dict(self) -> dict[str, Any]:
         """The ``store`` field of a command's JSON; an unlimited link is ``null`` (JSON has
         no infinity)."""

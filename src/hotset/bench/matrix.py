@@ -1,0 +1,570 @@
+"""``hotset bench matrix``: every system where users run it, in one table.
+
+Two halves, each honest about what it is:
+
+* **Measured (real clock).** For each store preset and workload, one *group*
+  runs the plain ``torch.utils.data.DataLoader``, the no-I/O ceiling and every
+  system at every cache size back to back through the real loader (DataLoader
+  worker processes, the embedded shared-memory cache) over one job-wide modeled
+  server (:class:`~hotset.storage.shared_throttle.SharedThrottledStore`: the
+  preset's latency, link bandwidth and requests in flight). The accelerator's
+  step is a fixed wait per batch, so this 2-core CPU does not hide the I/O.
+  Ratios to torch and to no-I/O are taken inside a group (rows measured minutes
+  apart on a loaded machine would not compare), and groups repeat, the order of
+  the systems rotated each time, so the spread says how much load moved them.
+* **Simulated accuracy.** The live simulator trains a real small model on the
+  same workload for every (system, cache size, seed) and gives the accuracy, the
+  distinct ids trained per epoch and the epochs it took to reach the ``pytorch``
+  baseline's final accuracy. The *modeled* time to accuracy of a cell is those
+  epochs times that cell's measured seconds per epoch.
+
+The losses fed back in the measured half are a stand-in (:class:`StandInLosses`):
+per-sample difficulties that persist across epochs, as real losses do, so the
+importance systems cache and repeat what they would on a real job.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hotset.errors import HotsetError
+
+DEFAULT_PRESETS = ("nfs-10gbe", "cloud-nas", "s3-small")
+DEFAULT_WORKLOADS = ("synth", "imagenet-like")
+DEFAULT_FRACS = (0.1, 0.2, 0.4)
+#: the baselines, then the five seed systems
+DEFAULT_SYSTEMS = ("pytorch", "lru", "minio", "shade", "icache", "impact", "quiver", "brand")
+#: the rows every group has besides the systems
+REFERENCES = ("torch", "no-io")
+#: what a run can do: measure on the real clock, simulate accuracy, or both
+HALVES = ("measured", "simulated")
+
+
+class StandInLosses:
+    """Per-sample losses for a run whose training is a fixed wait.
+
+    Each sample has a seeded log-normal difficulty that persists across epochs
+    (hard samples stay hard, as in real training), shrinking by 10% an epoch,
+    with 10% noise per draw: what importance sampling ranks on, at no compute.
+    """
+
+    def __init__(self, n: int, *, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        self.difficulty = rng.lognormal(mean=0.0, sigma=1.0, size=n)
+        self._noise = np.random.default_rng(seed + 1)
+
+    def __call__(self, ids: Any, epoch: int) -> Any:
+        ids = np.asarray(ids, dtype=np.int64)
+        noise = 1.0 + 0.1 * self._noise.standard_normal(len(ids))
+        return np.maximum(self.difficulty[ids] * 0.9**epoch * noise, 1e-3)
+
+
+def _datasets(
+    workloads: Sequence[str], *, data_dir: Path, n: int, progress: bool
+) -> dict[str, Path]:
+    """Each workload at ``n`` samples (imagenet-like too), packed for the chunk systems."""
+    from hotset.bench.workloads import workload_dir
+
+    return {
+        w: workload_dir(
+            w, data_dir=data_dir, synth_n=n, imagenet_n=n, packed=True, progress=progress
+        )
+        for w in workloads
+    }
+
+
+def measure_group(
+    dataset: Path,
+    *,
+    store: Any,
+    systems: Sequence[str],
+    fracs: Sequence[float],
+    epochs: int,
+    workers: int,
+    batch_size: int,
+    step_ms: float,
+    seed: int,
+    rotate: int = 0,
+    tick: Callable[[str], None] = lambda _: None,
+) -> list[dict[str, Any]]:
+    """torch, no-I/O, then every (cache size, system), back to back: one group.
+
+    ``rotate`` shifts the order of the systems so repeats do not always run a
+    system at the same point of the group. Each row carries its ratios to this
+    group's torch and no-I/O rows.
+    """
+    from hotset.bench.loader import MemoryStore, hotset_row, plain_row
+    from hotset.torch import open_dataset
+
+    data = open_dataset(str(dataset), retries=0)
+    inner = data.store
+
+    def throttled() -> Any:  # a fresh server per row: one row's queue never delays the next
+        return store.throttle(inner)
+
+    common = {"workers": workers, "batch_size": batch_size, "epochs": epochs, "seed": seed}
+    compute_s = step_ms / 1000.0
+    tick("torch")
+    rows = [plain_row("torch", throttled(), data.manifest, compute_s=compute_s, **common)]
+    k = rotate % max(1, len(systems))
+    order = [*systems[k:], *systems[:k]]
+    losses = StandInLosses(len(data.manifest), seed=seed)
+    for frac in fracs:
+        for system in order:
+            tick(f"{system} {frac:.0%}")
+            row = hotset_row(
+                system,
+                data.with_store(throttled()),
+                cache_frac=frac,
+                compute_s=compute_s,
+                io_threads=8,
+                losses=losses,
+                **common,
+            )
+            rows.append(row | {"cache_frac": frac})
+    tick("no-io")
+    memory = MemoryStore({key: inner.read(key) for key in data.manifest.keys})
+    ceiling = plain_row("no-io", memory, data.manifest, compute_s=compute_s, **common)
+    rows.append(ceiling | {"storage_requests": 0, "storage_bytes": 0})
+    torch_rate, top = rows[0]["samples_per_s"], ceiling["samples_per_s"]
+    for row in rows:
+        row["vs_torch"] = row["samples_per_s"] / torch_rate if torch_rate else None
+        row["vs_no_io"] = row["samples_per_s"] / top if top else None
+        row["epochs"] = epochs
+        row["seconds_per_epoch"] = row["wall_seconds"] / epochs
+    return rows
+
+
+def accuracy_runs(
+    dataset: Path,
+    *,
+    systems: Sequence[str],
+    fracs: Sequence[float],
+    seeds: Sequence[int],
+    epochs: int,
+    store: Any,
+    step_ms: float,
+    val_frac: float = 0.2,
+    tick: Callable[[str], None] = lambda _: None,
+) -> list[dict[str, Any]]:
+    """The live simulator (real training, modeled store) for every (frac, seed, system).
+
+    ``val_frac`` of the samples (stratified) validate: 0.2 of 2,000 gives 400, so
+    one sample moves the accuracy by 0.25 pt."""
+    from hotset.sim.live import run_live
+    from hotset.systems.registry import parse_system
+
+    out: list[dict[str, Any]] = []
+    for frac in fracs:
+        for seed in seeds:
+            target = None
+            for system in ["pytorch", *[s for s in systems if s != "pytorch"]]:
+                tick(f"{system} {frac:.0%} seed {seed}")
+                name, options = parse_system(system)
+                result = run_live(
+                    system=name,
+                    options=options or None,
+                    dataset=str(dataset),
+                    cache_frac=frac,
+                    epochs=epochs,
+                    seed=seed,
+                    val_frac=val_frac,
+                    compute_ms_per_batch=step_ms,
+                    **store.link(),
+                )
+                rows = result["epochs"]
+                final = result["totals"]["final_val_accuracy"]
+                target = final if target is None else target
+                out.append(
+                    {
+                        "cache_frac": frac,
+                        "seed": seed,
+                        "system": system,
+                        "final_val_accuracy": final,
+                        "target": target,
+                        "epochs_to_target": _epochs_to(rows, target),
+                        "distinct_ids_per_epoch": statistics.fmean(
+                            r["unique_ids_trained"] for r in rows
+                        ),
+                        "n_train": result["n_train"],
+                        "n_val": result["n_val"],
+                    }
+                )
+    return out
+
+
+def _epochs_to(rows: list[dict[str, Any]], target: float) -> int | None:
+    """The first epoch (1-based) whose validation accuracy reaches ``target``."""
+    for i, row in enumerate(rows, start=1):
+        if row["val_accuracy"] is not None and row["val_accuracy"] >= target - 1e-12:
+            return i
+    return None
+
+
+def _spread(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "median": round(statistics.median(values), 3),
+        "min": round(min(values), 3),
+        "max": round(max(values), 3),
+    }
+
+
+def summarize(
+    measured: list[dict[str, Any]], accuracy: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One table row per (preset, workload, cache size, system): medians and spreads
+    over the repeats, beside the simulated accuracy of the same cell."""
+    keys = list(
+        dict.fromkeys(
+            (r["preset"], r["workload"], r.get("cache_frac"), r["name"]) for r in measured
+        )
+    )
+    fracs = sorted({r["cache_frac"] for r in measured if r.get("cache_frac") is not None})
+    table: list[dict[str, Any]] = []
+    for preset, workload, frac, name in keys:
+        for f in [frac] if frac is not None else fracs:
+            mine = [
+                r
+                for r in measured
+                if (r["preset"], r["workload"], r.get("cache_frac"), r["name"])
+                == (preset, workload, frac, name)
+            ]
+            table.append(_cell(preset, workload, f, name, mine, accuracy))
+    return table
+
+
+def _cell(
+    preset: str,
+    workload: str,
+    frac: float,
+    name: str,
+    mine: list[dict[str, Any]],
+    accuracy: list[dict[str, Any]],
+) -> dict[str, Any]:
+    vs_torch = _spread([r["vs_torch"] for r in mine])
+    vs_no_io = _spread([r["vs_no_io"] for r in mine])
+    epochs = mine[0]["epochs"]
+    reads = statistics.fmean(r["storage_bytes"] for r in mine) / epochs
+    delivered = statistics.fmean(r["delivered_bytes"] for r in mine) / epochs
+    sim_name = "pytorch" if name in REFERENCES else name
+    acc = [
+        a
+        for a in accuracy
+        if a["workload"] == workload and a["cache_frac"] == frac and a["system"] == sim_name
+    ]
+    base = [
+        a
+        for a in accuracy
+        if a["workload"] == workload and a["cache_frac"] == frac and a["system"] == "pytorch"
+    ]
+    row: dict[str, Any] = {
+        "preset": preset,
+        "workload": workload,
+        "cache_frac": frac,
+        "system": name,
+        "vs_torch": vs_torch["median"],
+        "vs_torch_min": vs_torch["min"],
+        "vs_torch_max": vs_torch["max"],
+        "vs_no_io": vs_no_io["median"],
+        "vs_no_io_min": vs_no_io["min"],
+        "vs_no_io_max": vs_no_io["max"],
+        "samples_per_s": round(statistics.median(r["samples_per_s"] for r in mine), 1),
+        "stall_share": round(statistics.fmean(r["stall_share"] for r in mine), 3),
+        "requests_per_epoch": round(statistics.fmean(r["storage_requests"] for r in mine) / epochs),
+        "mb_read_per_epoch": round(reads / 1e6, 2),
+        "read_per_delivered": round(reads / delivered, 3) if delivered else None,
+        "exact_hit_ratio": _mean_or_none([r.get("exact_hit_ratio") for r in mine]),
+        "substitution_ratio": _mean_or_none([r.get("substitution_ratio") for r in mine]),
+        "distinct_ids_per_epoch": round(
+            statistics.fmean(r["unique_ids_trained_per_epoch"] for r in mine), 1
+        ),
+        "repeats": len(mine),
+    }
+    return row | _accuracy_fields(acc, base, row["samples_per_s"])
+
+
+def _accuracy_fields(
+    acc: list[dict[str, Any]], base: list[dict[str, Any]], samples_per_s: float
+) -> dict[str, Any]:
+    if not acc:
+        return {}
+    finals = [a["final_val_accuracy"] for a in acc]
+    base_mean = statistics.fmean(a["final_val_accuracy"] for a in base) if base else None
+    reached = [a["epochs_to_target"] for a in acc if a["epochs_to_target"] is not None]
+    epochs_to = statistics.fmean(reached) if reached else None
+    return {
+        "sim_acc": round(statistics.fmean(finals), 4),
+        "sim_acc_noise_pt": round(
+            acc_noise_pt(statistics.fmean(finals), acc[0]["n_val"], len(acc)), 2
+        ),
+        "sim_acc_delta_pt": None
+        if base_mean is None
+        else round(100 * (statistics.fmean(finals) - base_mean), 2),
+        "sim_acc_std_pt": round(100 * statistics.pstdev(finals), 2),
+        "sim_distinct_share": round(
+            statistics.fmean(a["distinct_ids_per_epoch"] / a["n_train"] for a in acc), 3
+        ),
+        "epochs_to_target": None if epochs_to is None else round(epochs_to, 2),
+        "reached": f"{len(reached)}/{len(acc)}",
+        # the simulated epochs to the target, each of n_train samples at the measured rate
+        "modeled_tta_s": None
+        if epochs_to is None or not samples_per_s
+        else round(epochs_to * acc[0]["n_train"] / samples_per_s, 2),
+    }
+
+
+def acc_noise_pt(accuracy: float, n_val: int, seeds: int) -> float:
+    """Two standard errors, in points, of the difference of two mean accuracies over
+    ``seeds`` runs each on ``n_val`` validation samples: a difference smaller than
+    this is within the noise of measuring it."""
+    p = min(max(accuracy, 0.0), 1.0)
+    return 200.0 * math.sqrt(2.0 * p * (1.0 - p) / (n_val * max(1, seeds)))
+
+
+def _mean_or_none(values: Sequence[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return round(statistics.fmean(got), 4) if got else None
+
+
+def run(
+    *,
+    data_dir: Path,
+    presets: Sequence[str] = DEFAULT_PRESETS,
+    workloads: Sequence[str] = DEFAULT_WORKLOADS,
+    fracs: Sequence[float] = DEFAULT_FRACS,
+    systems: Sequence[str] = DEFAULT_SYSTEMS,
+    repeats: int = 3,
+    epochs: int = 3,
+    workers: int = 4,
+    batch_size: int = 32,
+    step_ms: float = 10.0,
+    n: int = 1200,
+    sim_n: int = 2000,
+    seeds: Sequence[int] = (0, 1, 2),
+    sim_epochs: int = 10,
+    halves: Sequence[str] = HALVES,
+    measured_from: Path | None = None,
+    accuracy_from: Path | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """The whole matrix; see the module docstring for its two halves.
+
+    ``halves`` runs only some of them; ``measured_from`` / ``accuracy_from`` take a
+    half from an earlier result file instead (its rows must cover this run's cells),
+    so the two halves can run as separate processes and be joined afterwards.
+    """
+    from hotset.storage.presets import resolve_store
+    from hotset.systems.registry import parse_system
+
+    _validate(presets, fracs, systems, repeats, epochs, sim_epochs, seeds)
+    bad = [h for h in halves if h not in HALVES]
+    if bad or not halves:
+        raise HotsetError(f"bench matrix: halves are {', '.join(HALVES)}; got {list(halves)!r}")
+    stores = {
+        p: resolve_store(p, latency_ms=None, bandwidth_mb_s=None, max_concurrency=None)
+        for p in presets
+    }
+    for system in systems:
+        parse_system(system)
+    reused_measured = _reused(measured_from, "measured", presets, workloads, fracs, systems)
+    reused_accuracy = _reused(accuracy_from, "accuracy", presets, workloads, fracs, systems)
+    paths = _datasets(workloads, data_dir=data_dir, n=n, progress=progress)
+    sim_paths = _datasets(workloads, data_dir=data_dir, n=sim_n, progress=progress)
+    measure = "measured" in halves and reused_measured is None
+    simulate = "simulated" in halves and reused_accuracy is None
+    total = measure * len(presets) * len(workloads) * repeats * (2 + len(fracs) * len(systems))
+    total += simulate * len(workloads) * len(fracs) * len(seeds) * len(set(systems) | {"pytorch"})
+    bar = _bar(total, progress)
+    measured = reused_measured or []
+    if measure:
+        measured = _measure_all(
+            stores, paths, systems=systems, fracs=fracs, repeats=repeats, epochs=epochs,
+            workers=workers, batch_size=batch_size, step_ms=step_ms, bar=bar,
+        )  # fmt: skip
+    accuracy = reused_accuracy or []
+    if simulate:
+        for workload, path in sim_paths.items():
+            runs = accuracy_runs(
+                path, systems=systems, fracs=fracs, seeds=seeds, epochs=sim_epochs,
+                store=stores[presets[0]], step_ms=step_ms, tick=bar(f"simulated {workload}"),
+            )  # fmt: skip
+            accuracy += [r | {"workload": workload} for r in runs]
+    return _result(
+        measured, accuracy, stores=stores, paths=paths, sim_paths=sim_paths, systems=systems,
+        fracs=fracs, repeats=repeats, epochs=epochs, workers=workers, batch_size=batch_size,
+        step_ms=step_ms, seeds=seeds, sim_epochs=sim_epochs,
+    )  # fmt: skip
+
+
+def _measure_all(
+    stores: dict[str, Any],
+    paths: dict[str, Path],
+    *,
+    systems: Sequence[str],
+    fracs: Sequence[float],
+    repeats: int,
+    epochs: int,
+    workers: int,
+    batch_size: int,
+    step_ms: float,
+    bar: Callable[[str], Callable[[str], None]],
+) -> list[dict[str, Any]]:
+    """Every group, repeat after repeat: a repeat covers every preset and workload before
+    the next starts, so a slow spell of the machine lands in one repeat, not one preset."""
+    measured: list[dict[str, Any]] = []
+    for rep in range(repeats):
+        for preset, store in stores.items():
+            for workload, path in paths.items():
+                rows = measure_group(
+                    path, store=store, systems=systems, fracs=fracs, epochs=epochs,
+                    workers=workers, batch_size=batch_size, step_ms=step_ms, seed=0,
+                    rotate=rep, tick=bar(f"{preset} {workload} #{rep + 1}"),
+                )  # fmt: skip
+                measured += [
+                    r | {"preset": preset, "workload": workload, "repeat": rep} for r in rows
+                ]
+    return measured
+
+
+def _reused(
+    path: Path | None,
+    key: str,
+    presets: Sequence[str],
+    workloads: Sequence[str],
+    fracs: Sequence[float],
+    systems: Sequence[str],
+) -> list[dict[str, Any]] | None:
+    """The ``key`` rows of an earlier matrix result, checked to cover this run's cells."""
+    if path is None:
+        return None
+    import json
+
+    try:
+        rows: list[dict[str, Any]] = json.loads(Path(path).read_text())["result"][key]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HotsetError(f"{path}: not a bench matrix result with {key} rows ({exc})") from None
+    have = {(r.get("preset"), r["workload"], r.get("cache_frac"), r.get("name", r.get("system")))
+            for r in rows}  # fmt: skip
+    for workload in workloads:
+        for frac in fracs:
+            for system in systems:
+                for preset in presets if key == "measured" else [None]:
+                    if (preset, workload, frac, system) not in have:
+                        raise HotsetError(
+                            f"{path}: its {key} rows lack {system} at {frac:g} on {workload}"
+                            + (f" / {preset}" if preset else "")
+                        )
+    return rows
+
+
+def _validate(
+    presets: Sequence[str],
+    fracs: Sequence[float],
+    systems: Sequence[str],
+    repeats: int,
+    epochs: int,
+    sim_epochs: int,
+    seeds: Sequence[int],
+) -> None:
+    if not presets or not systems or not fracs or not seeds:
+        raise HotsetError("bench matrix: presets, systems, cache sizes and seeds must be non-empty")
+    bad = [f for f in fracs if not 0 < f <= 1]
+    if bad:
+        raise HotsetError(f"bench matrix: cache sizes must be in (0, 1], got {bad[0]!r}")
+    if repeats < 1 or epochs < 2 or sim_epochs < 1:
+        raise HotsetError(
+            f"bench matrix: repeats >= 1, epochs >= 2 (one cold, one warm) and sim epochs >= 1; "
+            f"got repeats={repeats}, epochs={epochs}, sim_epochs={sim_epochs}"
+        )
+
+
+def _bar(total: int, progress: bool) -> Callable[[str], Callable[[str], None]]:
+    """A tqdm bar over every row; ``bar(group)`` gives the tick one group calls per row."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc="matrix", unit="row", file=sys.stderr, disable=not progress)
+
+    def group(label: str) -> Callable[[str], None]:
+        def tick(row: str) -> None:
+            bar.update(1)
+            bar.set_postfix_str(f"{label}: {row}")
+
+        return tick
+
+    return group
+
+
+def _result(
+    measured: list[dict[str, Any]],
+    accuracy: list[dict[str, Any]],
+    *,
+    stores: dict[str, Any],
+    paths: dict[str, Path],
+    sim_paths: dict[str, Path],
+    systems: Sequence[str],
+    fracs: Sequence[float],
+    repeats: int,
+    epochs: int,
+    workers: int,
+    batch_size: int,
+    step_ms: float,
+    seeds: Sequence[int],
+    sim_epochs: int,
+) -> dict[str, Any]:
+    from hotset.data import Manifest
+
+    sizes = {w: Manifest.load(p) for w, p in paths.items()}
+    sim_sizes = {w: len(Manifest.load(p)) for w, p in sim_paths.items()}
+    first = next(iter(stores))
+    return {
+        "params": {
+            "stores": {p: s.as_dict() for p, s in stores.items()},
+            "workloads": {
+                w: {"n": len(m), "mean_sample_bytes": round(m.total_bytes / len(m))}
+                for w, m in sizes.items()
+            },
+            "systems": list(systems),
+            "cache_fracs": list(fracs),
+            "repeats": repeats,
+            "epochs": epochs,
+            "workers": workers,
+            "batch_size": batch_size,
+            "step_ms": step_ms,
+            "sim_samples": sim_sizes,
+            "sim_seeds": list(seeds),
+            "sim_epochs": sim_epochs,
+            "sim_store": first,
+        },
+        "table": summarize(measured, accuracy),
+        "measured": measured,
+        "accuracy": accuracy,
+        "notes": [
+            "Measured on this machine (real clock): one modeled server per job with the "
+            "preset's latency per request, link bandwidth and requests in flight across all "
+            f"{workers} DataLoader workers; the accelerator's step is a {step_ms:g} ms wait per "
+            f"batch of {batch_size}; {epochs} epochs per row, the first one cold.",
+            "vs_torch / vs_no_io: samples/s over the plain DataLoader's and over the no-I/O "
+            f"ceiling's, measured in the same group; median over {repeats} groups, min and max "
+            "beside it (the systems' order rotated each repeat).",
+            "exact hits and substitutions are never merged; distinct_ids_per_epoch is coverage "
+            "(distinct samples trained per epoch); mb_read_per_epoch counts every byte the "
+            "store moved (reads, rebuilds, iCACHE's packer); read_per_delivered is that over "
+            "the bytes training received.",
+            "Simulated: sim_acc, sim_acc_delta_pt (vs pytorch, same seed and cache), "
+            "sim_distinct_share and epochs_to_target come from the live simulator training a "
+            f"small model for {sim_epochs} epochs over seeds {list(seeds)} (store: {first}); "
+            "modeled_tta_s = epochs_to_target x the simulated set's training samples / this cell's "
+            "measured samples/s (the measured rows read a smaller copy of the workload; the "
+            "simulator trains on sim_samples). sim_acc_noise_pt: two standard errors of an "
+            "accuracy difference over the validation samples and seeds.",
+            "Losses fed back in the measured half are a stand-in: per-sample log-normal "
+            "difficulties that persist across epochs (10% noise, 10% decay per epoch).",
+        ],
+    }
