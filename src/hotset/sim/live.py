@@ -68,7 +68,7 @@ from hotset.errors import HotsetError, IntegrityError
 from hotset.samplers.base import EpochContext
 from hotset.sim.identification import top_precision
 from hotset.systems.base import System
-from hotset.systems.registry import build_system, capabilities_of
+from hotset.systems.registry import build_system, capabilities_of, resolve_system
 
 #: one intra-op thread: on a shared 2-core machine two threads spin against other
 #: processes (a tiny MLP step went from 0.5 ms to 70 ms), and a fixed count keeps
@@ -113,7 +113,11 @@ def run_live(
     the first: how many of the truly top 1% samples (a forward pass over all of
     them) the losses the sampler drew from rank there
     (:mod:`hotset.sim.identification`; it changes no decision and no modeled time).
+    ``system`` may be a spec, ``shade[coverage_floor=0.05]``: its options join
+    ``options`` (one given both ways is an error), and the result names the system
+    and lists every option under ``config``.
     """
+    system, options = resolve_system(system, options, source="options")
     _validate(
         system=system,
         cache_frac=cache_frac,

@@ -262,7 +262,8 @@ class HotsetLoader(Checkpoints):
         self._pending_val = float(accuracy)
 
     def summary(self) -> str:
-        """The report as a table to print: one line per epoch, what people read.
+        """The report as a table to print: the system as a spec with every option it was
+        given (``system quiver[probe=10]``), then one line per epoch, what people read.
 
         Hits next to coverage (distinct samples trained), the training loss and
         validation accuracy the loop gave (``update``, ``record_validation``),
@@ -270,9 +271,10 @@ class HotsetLoader(Checkpoints):
         """
         from hotset.torch.report import summary_table
 
-        return summary_table(
+        table = summary_table(
             self.report(), train_loss=self.system.train_loss, val_accuracy=self.system.val_accuracy
         )
+        return f"system {self.options.system_spec}\n{table}"  # its options too
 
     def report(self) -> list[dict[str, Any]]:
         """One row per epoch (the current one too): counts, stall and throughput."""
