@@ -131,6 +131,9 @@ class HotsetLoader(Checkpoints):
     def _adopt(self, parts: LoaderParts) -> None:
         """Hold the parts the builder assembled (hotset.torch.builder says what each is)."""
         self.data: HotsetDataset = parts.data
+        #: the options with ``system="auto"`` resolved; ``choice`` says what auto picked
+        self.options = parts.options
+        self.choice = parts.choice
         self.system: System = parts.system
         self.rank, self.world_size = parts.rank, parts.world_size
         self.multiprocessing_context = parts.multiprocessing_context
@@ -274,6 +277,8 @@ class HotsetLoader(Checkpoints):
         table = summary_table(
             self.report(), train_loss=self.system.train_loss, val_accuracy=self.system.val_accuracy
         )
+        if self.choice is not None:
+            return f"system {self.choice.describe()}\n{table}"
         return f"system {self.options.system_spec}\n{table}"  # its options too
 
     def report(self) -> list[dict[str, Any]]:

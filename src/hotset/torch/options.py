@@ -125,12 +125,15 @@ class LoaderOptions:
     """
 
     system: str = field(
-        default="lru",
+        default="auto",
         metadata=_doc(
             """
             the hotset System that orders and caches (`hotset systems`), with options if any:
             ``"quiver[probe=10]"`` (`hotset systems --options quiver` lists them). Held as the
-            bare name once checked, its options merged into ``system_options``.
+            bare name once checked, its options merged into ``system_options``. ``"auto"``
+            (the default) picks one when the loader is built: quiver on a data set packed
+            into chunks, minio otherwise (:mod:`hotset.systems.auto`; ``summary()`` says
+            which and why).
             """
         ),
     )
@@ -364,6 +367,11 @@ class LoaderOptions:
         if not isinstance(self.system, str):
             raise HotsetError(f"system must be a system name (a string), got {self.system!r:.80}")
         _check_system_options(self.system_options)
+        from hotset.systems.auto import is_auto
+
+        if is_auto(self.system):  # resolved by the builder, which sees the data set
+            self._set("system", "auto")
+            return
         name, options = resolve_system(self.system, self.system_options)
         self._set("system", name)
         self._set("system_options", options)
