@@ -426,6 +426,8 @@ def _run_system(
         return
     _print_live(result, verbose=verbose)
     click.echo(store_line(store))
+    if result["config"].get("auto"):
+        click.echo(f"system {result['config']['auto']}")
 
 
 def _print_live(result: dict[str, Any], *, verbose: bool) -> None:

@@ -51,8 +51,13 @@ def system_and_options(system: str, pairs: Sequence[str]) -> tuple[str, dict[str
     Both are read by the registry's one parser (:mod:`hotset.systems.registry`), each
     value in its option's type; an option given both ways is an error naming it.
     """
+    from hotset.systems.auto import AUTO, is_auto
     from hotset.systems.registry import parse_option_pairs, parse_system, resolve_system
 
+    if is_auto(system):  # resolved where the data set is known, as the loader does
+        if pairs:
+            raise HotsetError(f"--option {pairs[0]!r}: auto takes no options; name the system")
+        return AUTO, {}
     name, _ = parse_system(system)
     flags = parse_option_pairs(name, pairs, where="--option")
     return resolve_system(system, flags, source="--option")

@@ -117,6 +117,9 @@ def run_live(
     ``options`` (one given both ways is an error), and the result names the system
     and lists every option under ``config``.
     """
+    choice = _auto_choice(system, dataset, options)
+    if choice is not None:
+        system = choice.system
     system, options = resolve_system(system, options, source="options")
     _validate(
         system=system,
@@ -187,6 +190,8 @@ def run_live(
         "compute_ms_per_batch": compute_ms_per_batch,
         "options": dict(options or {}),
         "trained": bool(train),
+        # system="auto": what it picked and why (the loader's rule, the same facts)
+        "auto": None if choice is None else choice.describe(),
     }
     if not train:
         if sys_obj.capabilities.learns:
@@ -292,6 +297,19 @@ def _result(
 
 
 # -- pieces ---------------------------------------------------------------------
+
+
+def _auto_choice(system: str, dataset: str, options: dict[str, Any] | None) -> Any:
+    """What ``system="auto"`` picks for ``dataset``: the loader's own rule
+    (:func:`hotset.systems.auto.choose`), so the simulator decides as the loader would."""
+    from hotset.data.chunks import ChunkLayout
+    from hotset.systems.auto import choose, is_auto
+
+    if not is_auto(system):
+        return None
+    if options:
+        raise HotsetError(f"system 'auto' takes no options, got {options!r}; name the system")
+    return choose(packed="://" not in str(dataset) and ChunkLayout.exists(dataset))
 
 
 def _plan_future(system: System, epochs: int) -> list[IntArray] | None:
