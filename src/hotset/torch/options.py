@@ -33,6 +33,7 @@ from hotset.cachestore.session import check_share_key
 from hotset.data.digest import Digest
 from hotset.errors import HotsetError
 from hotset.torch.checks import CHECK_MODES
+from hotset.torch.nodecache import check_cache_scope
 from hotset.units import parse_bytes
 
 __all__ = ["DEFAULT_CACHE", "DEFAULT_READAHEAD_BYTES", "ON_ERROR", "LoaderOptions"]
@@ -142,6 +143,18 @@ class LoaderOptions:
         default=None,
         metadata=_doc(
             "the budget of a cache given as a backend: bytes, ``'2gb'``, ``'20%'`` or 0.2."
+        ),
+    )
+    cache_scope: str = field(
+        default="node",
+        metadata=_doc(
+            """
+            (the embedded cache under torch.distributed) ``"node"``: the job's ranks on one machine
+            share one shared-memory cache and its budget, which is memory of the node, each rank's
+            policy planning its share and finding the others' entries (building the loader is then
+            a collective: every rank builds its loaders in the same order); ``"rank"``: a cache of
+            the whole budget per rank.
+            """
         ),
     )
     batch_size: int = field(default=64, metadata=_doc("samples per batch."))
@@ -311,6 +324,7 @@ class LoaderOptions:
             self._set(name, _check_bool(name, getattr(self, name)))
         self._set("timeout", _check_timeout(self.timeout))
         check_share_key(self.namespace)
+        self._set("cache_scope", check_cache_scope(self.cache_scope))
         if self.on_error not in ON_ERROR:
             raise HotsetError(
                 f"on_error must be one of {', '.join(map(repr, ON_ERROR))}, "
