@@ -6,7 +6,8 @@ TCPStore the test process holds, so that the store outlives the rank killed.
 
 Every rank trains epoch 0 and measures ``/dev/shm`` for the job (all alive).
 In epoch 1 the victim, after 3 batches, starts a put into the shared cache and
-is SIGKILLed inside it -- its slot's counter odd, its arena bytes taken, the
+is SIGKILLed inside it (the others wait there until it is dead, so what follows
+comes after the death) -- its slot's counter odd, its arena bytes taken, the
 writer mark set, the write lock held: what a rank killed in the middle of a
 write leaves. The others go on, finish epoch 1, train epoch 2 (its DataLoader
 workers attach to the cache by name, after the death of the rank that created
@@ -21,6 +22,7 @@ import json
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 import torch.distributed as dist
@@ -29,6 +31,7 @@ from rank_node_job import BATCH, CACHE, bad_bytes, shm_use
 import hotset
 from hotset.cachestore import shm_alloc
 from hotset.cachestore.base import CacheKey
+from hotset.liveness import owner_state
 
 
 def die_inside_a_put(loader: Any, data: Any, hashes: list[str]) -> None:
@@ -47,6 +50,15 @@ def die_inside_a_put(loader: Any, data: Any, hashes: list[str]) -> None:
 
     shm_alloc.alloc = alloc_then_die
     cache.put_many([(CacheKey(sid, hashes[sid]), blob)])
+
+
+def wait_for_death(store: Any) -> None:
+    """Until the victim is dead: the survivors' next batches come after it, always."""
+    pid = int(store.get("victim"))  # blocks until the victim sets it
+    deadline = time.monotonic() + 60
+    while owner_state(pid, 0, 0)[0] != "dead":  # a zombie counts as dead
+        assert time.monotonic() < deadline, f"victim {pid} still alive"
+        time.sleep(0.02)
 
 
 def main() -> None:
@@ -68,8 +80,11 @@ def main() -> None:
             for i, (x, _, ids, _) in enumerate(loader):
                 bad += bad_bytes(x, ids, hashes)
                 mine += ids.tolist()
-                if epoch == 1 and i == 2 and rank_i == int(victim):
-                    die_inside_a_put(loader, data, hashes)
+                if epoch == 1 and i == 2:
+                    if rank_i == int(victim):
+                        store.set("victim", str(os.getpid()))
+                        die_inside_a_put(loader, data, hashes)
+                    wait_for_death(store)
             served.append(mine)
             if epoch == 0:
                 shm = shm_use(loader)  # the last collective: every rank is alive

@@ -88,14 +88,15 @@ def check_share_key(share: object) -> str | None:
 def check_share_backend(share: str | None, spec: str | Sequence[str]) -> None:
     """Refuse a sharing key with the embedded cache, which has no namespaces to share.
 
-    The shared-memory cache is a new segment per loader: ``namespace="sweep"``
-    there would share nothing and change nothing, so a user who asked for it
+    The shared-memory cache is a new segment per loader (per node under several
+    ranks, for that job's ranks alone): ``namespace="sweep"`` there would share
+    nothing with other jobs, so a user who asked for it
     learns it at once instead of believing jobs share a warm cache.
     """
     if share is not None and parse_cache_spec(spec) == "memory":
         raise HotsetError(
             f"namespace={share!r} shares a Redis namespace between jobs, but the cache is "
-            "the embedded shared-memory one, private to this loader: give a Redis cache "
+            "the embedded shared-memory one, which no other job can join: give a Redis cache "
             "(cache='redis://host:6379/0', cache_bytes=...) or leave out namespace"
         )
 

@@ -84,7 +84,8 @@ class LoaderParts:
     #: how DataLoader starts workers: None is its default (fork on Linux); see
     #: hotset.torch.forksafe for when the loader chooses "forkserver" itself
     multiprocessing_context: Context
-    #: the cache's budget (all ranks of a shared namespace together); 0 without a cache
+    #: the cache's budget (all ranks of a shared namespace, or of a node's embedded
+    #: cache, together); 0 without a cache
     capacity_bytes: int
     #: the cache's namespace and lease; None without a cache
     session: CacheSession | None
@@ -128,7 +129,7 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
     node = _node(options, sizes, world_size)  # a collective under a process group
     plan = _plan_side(data, options, sizes, world_size, 1 if node is None else node.local_world)
     packer, unit_layout = _packing(plan, data, options, sizes)
-    readahead_bytes = _readahead_budget(plan.caps, options)
+    readahead_bytes = _readahead_budget(plan.caps, options, node_shared=node is not None)
     _check_drivable(plan.caps, options, world_size)
     if plan.caps.caches:
         check_budget(
@@ -323,14 +324,13 @@ def _node(
     options: LoaderOptions, sizes: npt.NDArray[np.int64], world_size: int
 ) -> NodeShare | None:
     """The local ranks sharing this node's embedded cache (:mod:`hotset.torch.nodecache`);
-    None where this rank's cache is its own or not embedded, or nothing is cached."""
-    from hotset.systems.registry import capabilities_of
-
+    None where this rank's cache is its own or not embedded. Decided from the options
+    alone, so every rank of the job agrees on whether to meet (a system that caches
+    nothing meets all the same, and opens no cache)."""
     if options.cache_scope != "node" or world_size < 2:
         return None
     spec, _ = resolve_cache(options.cache, options.cache_bytes, int(sizes.sum()))
-    embedded = isinstance(spec, str) and spec.strip().lower() in _EMBEDDED
-    if not embedded or not capabilities_of(options.system).caches:
+    if not (isinstance(spec, str) and spec.strip().lower() in _EMBEDDED):
         return None
     return node_share(options.cache_scope, world_size)
 
@@ -357,18 +357,20 @@ def _check_drivable(caps: Capabilities, options: LoaderOptions, world_size: int)
         )
 
 
-def _readahead_budget(caps: Capabilities, options: LoaderOptions) -> int:
+def _readahead_budget(
+    caps: Capabilities, options: LoaderOptions, *, node_shared: bool = False
+) -> int:
     """Read-ahead's staging bytes: as given, else 64 MiB where guessing the reads works.
 
     A policy that may serve another id in place of a miss, or reads whole units,
     makes "not cached now" a poor guess of what will be read alone; so does a
-    shared namespace, where other jobs may hold this job's misses.
+    shared namespace, where other jobs may hold this job's misses, and a node's
+    embedded cache, where the other ranks may.
     """
     if options.readahead_bytes is not None:
         return int(options.readahead_bytes)
-    guess_fails = (
-        caps.substitutes or caps.reads_units or caps.packs or options.namespace is not None
-    )
+    shared = options.namespace is not None or node_shared
+    guess_fails = caps.substitutes or caps.reads_units or caps.packs or shared
     return 0 if guess_fails else DEFAULT_READAHEAD_BYTES
 
 

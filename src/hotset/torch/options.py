@@ -188,7 +188,8 @@ class LoaderOptions:
             """
             the main process reads the epoch's not-yet-cached samples ahead into a staging area this
             large, outside the cache budget (64 MiB when left out, 0 for systems that substitute
-            misses, read whole units, build packages or share a namespace; 0 turns it off).
+            misses, read whole units, build packages or share a namespace or a node's cache; 0
+            turns it off).
             """
         ),
     )
