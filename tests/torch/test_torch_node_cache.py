@@ -160,3 +160,26 @@ def test_a_rank_killed_mid_write_leaves_the_others_reading_the_right_bytes(
         for epoch in result["served"]:
             assert len(epoch) == len(set(epoch)) == -(-N // world)  # the whole shard, once
     assert not os.path.exists(f"/dev/shm/{survivors[0]['segment']}")  # last one out
+
+
+def test_cache_scope_is_checked_by_name(dataset_dir: Path) -> None:
+    import hotset
+    from hotset.errors import HotsetError
+
+    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    with pytest.raises(HotsetError, match=r"cache_scope must be 'node'.*got 'nodes'"):
+        hotset.loader(data, cache_scope="nodes")
+    with hotset.loader(data, cache_scope="rank", batch_size=8) as loader:  # one rank: its own
+        assert sum(len(ids) for _, _, ids, _ in loader) == N
+
+
+def test_a_share_too_small_for_a_batch_names_the_node_budget_that_would_do() -> None:
+    import numpy as np
+
+    from hotset.errors import HotsetError
+    from hotset.torch.checks import check_budget
+
+    sizes = np.full(N, 268)
+    with pytest.raises(HotsetError, match=r"share of the node's cache, 4020 bytes .*1/4.*17152"):
+        check_budget(4020, sizes, 16, shares=4)
+    check_budget(4288, sizes, 16, shares=4)  # a batch of 16 fits a share of 4288
