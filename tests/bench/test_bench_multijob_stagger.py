@@ -77,7 +77,9 @@ def test_default_spreads_starts_over_a_lockstep_epoch_on_the_preset_store(
     epoch_s = lockstep["wall_seconds"] / 2
     assert staggered["start_gap_s"] == pytest.approx(epoch_s / 2, abs=1e-3)
     (second,) = _offsets(result, "staggered")[1:]
-    assert staggered["start_gap_s"] - 1e-3 <= second < staggered["start_gap_s"] + JITTER_S
+    # job 0's own start is stamped a little after the barrier it left with job 1, so job 1's
+    # measured offset may fall short of the planned gap by that scheduling delay
+    assert staggered["start_gap_s"] - 0.05 <= second < staggered["start_gap_s"] + JITTER_S
     # the preset's link reached the modeled server: one 0.5 MB/s link for both jobs
     # cannot move the run's bytes faster than that
     for row, seconds in ((lockstep, "wall_seconds"), (staggered, "makespan_seconds")):
