@@ -50,7 +50,7 @@ def test_staggered_jobs_really_start_later_and_lockstep_jobs_together(tmp_path: 
     assert min(offsets) == 0 and max(offsets) < JITTER_S and lockstep["start_spread_s"] < JITTER_S
     # staggered: job 1 really starts its first epoch 0.6 s after job 0 (it slept)
     first, second = _offsets(result, "staggered")
-    assert first == 0 and 0.6 <= second < 0.6 + JITTER_S
+    assert first == 0 and 0.6 - 0.05 <= second < 0.6 + JITTER_S
     assert staggered["start_spread_s"] == second
     assert staggered["makespan_seconds"] >= 0.6
     # the same reads either way: without a cache each job reads every sample itself
