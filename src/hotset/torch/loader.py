@@ -55,6 +55,7 @@ and their admissions rebuilt lazily.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import math
 import re
@@ -116,6 +117,8 @@ class HotsetLoader(Checkpoints):
     def __init__(self, data: HotsetDataset | Any, **options: Any) -> None:
         #: the options, checked (hotset.torch.options)
         self.options = LoaderOptions.from_kwargs(options)
+        #: rank= or world_size= given (not taken from torch.distributed): bind_ranks refuses
+        self._ranks_given = self.options.rank is not None or self.options.world_size is not None
         #: what the user gave: a HotsetDataset, or their own map-style Dataset
         self.dataset = data
         self._adopt(build(data, self.options))
@@ -378,8 +381,53 @@ class HotsetLoader(Checkpoints):
         """
         return list(self._batch_seconds)
 
+    def bind_ranks(self, rank: int, world_size: int) -> None:
+        """Rebuild the loader for ``rank`` of ``world_size`` ranks, before its first epoch.
+
+        A loader takes its rank and world size from ``torch.distributed`` when it
+        is built. One built before the process group exists (Lightning starts its
+        DDP processes inside ``trainer.fit``, after the script built the loader)
+        took rank 0 of 1 and would train every rank on the whole data set; this
+        rebuilds its parts (cache, planner, DataLoader) for the ranks it really
+        runs in, as Lightning re-creates a DataLoader with a DistributedSampler.
+        Nothing to do when they already match. Refused once an epoch has begun,
+        or when ``rank=``/``world_size=`` were given explicitly and differ.
+        """
+        for name, value in (("rank", rank), ("world_size", world_size)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise HotsetError(f"bind_ranks: {name} must be an int, got {value!r}")
+        if not 0 <= rank < world_size:
+            raise HotsetError(
+                f"bind_ranks: rank {rank} of world_size {world_size}: need 0 <= rank < world_size"
+            )
+        if (rank, world_size) == (self.rank, self.world_size):
+            return
+        if self._status != "idle" or self._history or self._resumed:
+            raise HotsetError(
+                f"bind_ranks: the loader has already run epochs as rank {self.rank} of "
+                f"{self.world_size}; build it before training, or with rank={rank}, "
+                f"world_size={world_size}"
+            )
+        if self._ranks_given:
+            raise HotsetError(
+                f"the loader was built with rank={self.rank}, world_size={self.world_size}, "
+                f"but it runs as rank {rank} of {world_size}: give the ranks it runs in, "
+                "or leave both out"
+            )
+        if self._dataloader is None:
+            raise HotsetError("the loader is closed")
+        options = dataclasses.replace(self.options, rank=rank, world_size=world_size)
+        self._release()
+        self._adopt(build(self.data, options))  # the data set as adapted (packed) already
+        self.options = options
+        self._init_epochs(len(self.data.manifest))
+
     def close(self) -> None:
         """Stop workers and release the cache (the embedded one is unlinked)."""
+        self._release()
+
+    def _release(self) -> None:
+        """What close() does: workers, threads, package files, the cache session."""
         self._stop_iteration(keep_unstarted=False)
         self._readahead.stop()
         self._prefetcher.stop()
