@@ -126,3 +126,25 @@ def test_a_resumed_epoch_survives_a_discarded_iterator(dataset_dir: Path, worker
         tail = _drain(iter(second), second, 1)
         assert head + tail == want_served[1]
         assert second.decisions().rows() == want_logs[1]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_state_loaded_before_the_first_batch_is_the_one_the_iterator_goes_on_from(
+    dataset_dir: Path, workers: int
+) -> None:
+    """Lightning makes the epoch's iterator, then a callback restores the loader."""
+    want_served, _ = _reference(dataset_dir, "shade", workers, epochs=2)
+    with _loader(dataset_dir, "shade", workers) as first:
+        run_epoch(first, 0)
+        first.set_epoch(1)
+        it = iter(first)
+        head: list[int] = []
+        for _ in range(2):
+            _x, _y, ids, _w = next(it)
+            first.update(ids, torch.from_numpy(loss_of(ids.numpy(), 1)))
+            head.extend(ids.tolist())
+        state = first.state_dict()
+    with _loader(dataset_dir, "shade", workers) as second:
+        it = iter(second)
+        second.load_state_dict(state)
+        assert head + _drain(it, second, 1) == want_served[1]
