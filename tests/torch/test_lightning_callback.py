@@ -212,3 +212,58 @@ def test_hotset_imports_without_lightning() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     ).stdout
     assert "pip install 'hotset[lightning]'" in out
+
+
+class _Builds(_Module):
+    """Builds its loader in ``train_dataloader()``, as a DataModule-style script does."""
+
+    def __init__(self, dataset_dir: Path, **options: Any) -> None:
+        super().__init__()
+        self.dataset_dir, self.options = dataset_dir, options
+        self.built: list[hotset.torch.HotsetLoader] = []
+
+    def train_dataloader(self) -> Any:
+        self.built.append(_loader(self.dataset_dir, "lru", **self.options))
+        return self.built[-1]
+
+
+def test_a_loader_made_in_train_dataloader_is_found(dataset_dir: Path, tmp_path: Path) -> None:
+    want, _ = _plain(dataset_dir, "lru", epochs=2)
+    module, recorder = _Builds(dataset_dir), _Recorder()
+    trainer = pl.Trainer(
+        max_epochs=2,
+        accelerator="cpu",
+        devices=1,
+        default_root_dir=tmp_path,
+        callbacks=[HotsetCallback(), recorder],
+        logger=False,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+    )
+    trainer.fit(module)
+    (loader,) = module.built
+    try:
+        assert recorder.epochs == want
+        assert [row["epoch"] for row in loader.report()] == [0, 1]
+    finally:
+        loader.close()
+
+
+def test_a_found_loader_of_other_ranks_is_named(dataset_dir: Path, tmp_path: Path) -> None:
+    module = _Builds(dataset_dir, rank=1, world_size=2)
+    trainer = pl.Trainer(
+        max_epochs=1,
+        accelerator="cpu",
+        devices=1,
+        default_root_dir=tmp_path,
+        callbacks=[HotsetCallback()],
+        logger=False,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+    )
+    try:
+        with pytest.raises(HotsetError, match=r"runs as rank 1 of 2, but Lightning trains rank 0"):
+            trainer.fit(module)
+    finally:
+        for loader in module.built:
+            loader.close()
