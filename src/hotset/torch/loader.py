@@ -39,23 +39,30 @@ How it is built, and why:
   dataset and collate function; pin_memory, persistent_workers, timeouts and
   multiprocessing contexts are the DataLoader's own.
 
-Epoch life cycle: ``iter(loader)`` begins an epoch (closing the previous one:
-remaining feedback applied, ``system.end_epoch`` called with the mean training
-loss and the accuracy given to :meth:`HotsetLoader.record_validation`). An
-epoch abandoned midway (a ``break``) is closed the same way at the next
-``iter``; plans the workers never executed are abandoned, their evictions
-applied to the cache and their admissions rebuilt lazily.
+Epoch life cycle (docs/usage.md, "Epochs"): an epoch begins when the first
+batch is asked of an iterator (its first ``next``), not at ``iter(loader)``: an
+iterator made and discarded, or closed before its first batch, consumes no
+epoch and changes no decision. Beginning an epoch first closes the previous one
+(remaining feedback applied, ``system.end_epoch`` called with the mean training
+loss and the accuracy given to :meth:`HotsetLoader.record_validation`). Its
+number is the one ``set_epoch`` gave before that first batch, else the previous
+epoch's plus one. An epoch abandoned midway (a ``break``) is closed the same way
+when the next one begins; making a new iterator stops the old one, and plans
+its workers never executed are abandoned, their evictions applied to the cache
+and their admissions rebuilt lazily.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import inspect
 import math
 import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -110,6 +117,8 @@ class HotsetLoader(Checkpoints):
     def __init__(self, data: HotsetDataset | Any, **options: Any) -> None:
         #: the options, checked (hotset.torch.options)
         self.options = LoaderOptions.from_kwargs(options)
+        #: rank= or world_size= given (not taken from torch.distributed): bind_ranks refuses
+        self._ranks_given = self.options.rank is not None or self.options.world_size is not None
         #: what the user gave: a HotsetDataset, or their own map-style Dataset
         self.dataset = data
         self._adopt(build(data, self.options))
@@ -166,12 +175,17 @@ class HotsetLoader(Checkpoints):
         self._start_state: dict[str, Any] | None = None
         self._history: list[EpochStats] = []
         self._current: EpochStats | None = None
-        self._gen: Iterator[Any] | None = None
+        self._gen: Generator[Any, None, None] | None = None
         self._resumed = False
 
     # -- the user API ---------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
-        """The epoch the next ``iter(loader)`` runs (orders are keyed by it)."""
+        """The number of the next epoch to begin (orders are keyed by it).
+
+        An epoch begins at an iterator's first batch, so this may come before or
+        after ``iter(loader)`` as long as it comes before that batch (Lightning
+        makes the epoch's iterator before its epoch-start hooks run).
+        """
         self._next_epoch = check_epoch("epoch", epoch)
         self._epoch_set = True
 
@@ -192,7 +206,7 @@ class HotsetLoader(Checkpoints):
 
         sampler = self.system.sampler
         n = len(self.data.manifest)
-        # "finished" closes at the next iter(), which then runs set_epoch's or the next one
+        # "finished" closes at the next epoch's first batch, which runs set_epoch's or the next
         epoch = (
             self._next_epoch
             if self._status == "idle" or self._epoch_set
@@ -209,9 +223,24 @@ class HotsetLoader(Checkpoints):
         return full + (1 if rest and not self._planner.drop_last else 0)
 
     def __iter__(self) -> Iterator[tuple[Any, Any, Any, Any]]:
+        """A new iterator over an epoch, which begins only at its first batch.
+
+        Creating it stops the previous iterator and does nothing else: the epoch
+        (closing the previous one, beginning this one) starts when the first batch
+        is asked for, so an iterator made and discarded (Lightning makes one to
+        check the loader) or closed before its first batch consumes no epoch.
+        """
         if self._dataloader is None:
             raise HotsetError("the loader is closed")
-        self._stop_iteration()
+        self._stop_iteration(keep_unstarted=False)
+        self._gen = self._run()
+        return self._gen
+
+    def _enter_epoch(self) -> None:
+        """At an iterator's first batch: close the epoch before it, begin its own.
+
+        A resumed epoch goes on instead, unless ``set_epoch`` named another one.
+        """
         if self._resumed and self._status in ("running", "finished"):
             self._resumed = False
             moved_on = self._epoch_set and self._next_epoch != self._planner.epoch
@@ -222,8 +251,6 @@ class HotsetLoader(Checkpoints):
         if self._status == "idle":
             self._begin_epoch(self._next_epoch)
         self._abandon_unwritten(clear=False)
-        self._gen = self._run()
-        return self._gen
 
     def update(self, ids: Any, losses: Any) -> None:
         """Per-sample losses of a batch, keyed by the ids the loader yielded with it."""
@@ -361,9 +388,54 @@ class HotsetLoader(Checkpoints):
         """
         return list(self._batch_seconds)
 
+    def bind_ranks(self, rank: int, world_size: int) -> None:
+        """Rebuild the loader for ``rank`` of ``world_size`` ranks, before its first epoch.
+
+        A loader takes its rank and world size from ``torch.distributed`` when it
+        is built. One built before the process group exists (Lightning starts its
+        DDP processes inside ``trainer.fit``, after the script built the loader)
+        took rank 0 of 1 and would train every rank on the whole data set; this
+        rebuilds its parts (cache, planner, DataLoader) for the ranks it really
+        runs in, as Lightning re-creates a DataLoader with a DistributedSampler.
+        Nothing to do when they already match. Refused once an epoch has begun,
+        or when ``rank=``/``world_size=`` were given explicitly and differ.
+        """
+        for name, value in (("rank", rank), ("world_size", world_size)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise HotsetError(f"bind_ranks: {name} must be an int, got {value!r}")
+        if not 0 <= rank < world_size:
+            raise HotsetError(
+                f"bind_ranks: rank {rank} of world_size {world_size}: need 0 <= rank < world_size"
+            )
+        if (rank, world_size) == (self.rank, self.world_size):
+            return
+        if self._status != "idle" or self._history or self._resumed:
+            raise HotsetError(
+                f"bind_ranks: the loader has already run epochs as rank {self.rank} of "
+                f"{self.world_size}; build it before training, or with rank={rank}, "
+                f"world_size={world_size}"
+            )
+        if self._ranks_given:
+            raise HotsetError(
+                f"the loader was built with rank={self.rank}, world_size={self.world_size}, "
+                f"but it runs as rank {rank} of {world_size}: give the ranks it runs in, "
+                "or leave both out"
+            )
+        if self._dataloader is None:
+            raise HotsetError("the loader is closed")
+        options = dataclasses.replace(self.options, rank=rank, world_size=world_size)
+        self._release()
+        self._adopt(build(self.data, options))  # the data set as adapted (packed) already
+        self.options = options
+        self._init_epochs(len(self.data.manifest))
+
     def close(self) -> None:
         """Stop workers and release the cache (the embedded one is unlinked)."""
-        self._stop_iteration()
+        self._release()
+
+    def _release(self) -> None:
+        """What close() does: workers, threads, package files, the cache session."""
+        self._stop_iteration(keep_unstarted=False)
         self._readahead.stop()
         self._prefetcher.stop()
         self._dataloader = None  # persistent workers shut down with their iterator
@@ -392,7 +464,7 @@ class HotsetLoader(Checkpoints):
                     "but no evaluator was given: call loader.evaluate_with(fn), fn(x, y, ids) "
                     "returning one loss per sample from a forward pass; until then they keep "
                     "their historical losses",
-                    stacklevel=3,
+                    stacklevel=4,  # the training loop (<- _enter_epoch <- _run <- for)
                 )
         # after the evaluation: a resumed epoch restores its losses and draws the same order
         self._start_state = system_state(self.system)
@@ -445,14 +517,25 @@ class HotsetLoader(Checkpoints):
 
         planner.finish(val_accuracy=self._pending_val, share=share)
 
-    def _stop_iteration(self) -> None:
-        gen, self._gen = self._gen, None
-        if gen is not None:
-            # Abandon first: a worker waiting for a batch that will never be written
-            # then stops at once, instead of holding up the DataLoader's shutdown.
-            self._abandon_unwritten(clear=False)
-            with contextlib.suppress(Exception):
-                gen.close()  # type: ignore[attr-defined]
+    def _stop_iteration(self, *, keep_unstarted: bool = True) -> None:
+        """Stop the current iterator (its DataLoader iterator and read-ahead).
+
+        One that has not yielded yet ran nothing, and is kept unless told
+        otherwise: a state loaded between ``iter()`` and the first batch is the one
+        that iterator goes on from (Lightning makes its iterator, then a callback
+        restores the loader). A new iterator or ``close`` stops it too.
+        """
+        gen = self._gen
+        if gen is None:
+            return
+        if keep_unstarted and inspect.getgeneratorstate(gen) == inspect.GEN_CREATED:
+            return
+        self._gen = None
+        # Abandon first: a worker waiting for a batch that will never be written
+        # then stops at once, instead of holding up the DataLoader's shutdown.
+        self._abandon_unwritten(clear=False)
+        with contextlib.suppress(Exception):
+            gen.close()
 
     def _abandon_unwritten(self, *, clear: bool) -> None:
         """Plans made but never executed will not be: stop them and repair the cache."""
@@ -514,7 +597,9 @@ class HotsetLoader(Checkpoints):
         return dict(self._skipped)
 
     # -- the epoch's loop -------------------------------------------------------------
-    def _run(self) -> Iterator[tuple[Any, Any, Any, Any]]:
+    def _run(self) -> Generator[tuple[Any, Any, Any, Any], None, None]:
+        # a generator: nothing below runs before the first batch is asked for
+        self._enter_epoch()
         stats = self._current
         assert stats is not None and self._dataloader is not None
         it = self._start(stats, self._dataloader)
