@@ -38,6 +38,24 @@ def test_bad_input_fails_before_any_work(tmp_path: Path) -> None:
     assert not (tmp_path / "benchmarks").exists()
 
 
+def test_a_system_spec_reaches_each_rank_loader(tmp_path: Path) -> None:
+    """``shade[coverage_floor=0.5]`` beside plain ``shade``: half of each epoch goes to the
+    samples trained longest ago, so the spec's row trains far more distinct samples."""
+    code, out = run_cli(
+        "bench", "ranks", "--root", str(tmp_path), "--worlds", "1",
+        "--systems", "shade,shade[coverage_floor=0.5]", "--cache-fracs", "0.3", "--n", "200",
+        "--epochs", "2", "--batch-size", "16", "--no-progress",
+    )  # fmt: skip
+    assert code == 0, out
+    doc = json.loads((tmp_path / "benchmarks" / "results" / "ranks.json").read_text())
+    rows = {row["system"]: row for row in doc["result"]["table"]}
+    assert list(rows) == ["shade", "shade[coverage_floor=0.5]"]
+    plain, floored = rows["shade"], rows["shade[coverage_floor=0.5]"]
+    # the floor's half epoch: 100 distinct samples, those trained longest ago
+    assert floored["unique_ids_trained_per_epoch"] >= 100
+    assert floored["unique_ids_trained_per_epoch"] > plain["unique_ids_trained_per_epoch"]
+
+
 def test_the_store_preset_reaches_the_ranks_server(tmp_path: Path) -> None:
     # one rank over a narrow link: it cannot train faster than the link moves its samples
     code, out = run_cli(

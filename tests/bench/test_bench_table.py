@@ -95,7 +95,7 @@ def test_a_long_system_name_keeps_both_ends_and_an_unknown_suite_its_scalars() -
 def test_every_suite_command_has_its_columns() -> None:
     import click
 
-    from hotset.cli.bench import bench
+    from hotset.cli.bench import READERS, bench
 
     ctx = click.Context(bench)
-    assert set(bench.list_commands(ctx)) == set(SUITE_COLUMNS)
+    assert set(bench.list_commands(ctx)) - set(READERS) == set(SUITE_COLUMNS)

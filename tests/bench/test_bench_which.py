@@ -1,4 +1,4 @@
-""""Which system should I use?": derived from the matrix, never typed by hand."""
+""" "Which system should I use?": derived from the matrix, never typed by hand."""
 
 from __future__ import annotations
 
@@ -109,5 +109,5 @@ def test_the_cli_writes_the_block_between_the_markers(tmp_path: Path) -> None:
 def test_a_cache_size_the_matrix_lacks_is_named(frac: float) -> None:
     from hotset.errors import HotsetError
 
-    with pytest.raises(HotsetError, match="no cells at cache size 0.5"):
+    with pytest.raises(HotsetError, match=r"no cells at cache size 0\.5"):
         render(_matrix(_grid({"quiver": 3.0})), frac=frac)

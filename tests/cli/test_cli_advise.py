@@ -83,6 +83,15 @@ def test_bare_json_prints_only_json_on_stdout(data: Path) -> None:
         (["--sizes", "0.2,1.5"], "1.5"),
         (["--sizes", "0"], "0.0"),
         (["--systems", "lru,bogus"], "'bogus'"),
+        (["--systems", "lru,bogus[a=1]"], "unknown system 'bogus'; choose from pytorch"),
+        (
+            ["--systems", "lru,shade[coverage_flor=0.05,anneal_from=3]"],
+            "system 'shade' has no option 'coverage_flor' (did you mean 'coverage_floor'?)",
+        ),
+        (
+            ["--systems", "shade[coverage_floor=lots]"],
+            "system 'shade': option coverage_floor got 'lots', expected number",
+        ),
     ],
 )
 def test_bad_input_is_one_line(data: Path, extra: list[str], named: str) -> None:
@@ -95,3 +104,19 @@ def test_a_missing_dataset_is_one_line(tmp_path: Path) -> None:
     code, out = run_cli("advise", "--dataset", str(tmp_path / "none"))
     assert code == 2 and "none" in out and "does not exist" in out
     assert len(out.strip().splitlines()) == 1
+
+
+def test_a_system_spec_reaches_the_simulated_system(
+    data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spec_support import record_builds
+
+    built = record_builds(monkeypatch, "hotset.sim.live")
+    code, out = run_cli(
+        "advise", "--dataset", str(data), "--systems", "quiver[probe=2,evict_after_s=5]",
+        "--sizes", "0.3", "--epochs", "2",
+    )  # fmt: skip
+    assert code == 0, out
+    (system,) = built
+    assert (system.policy.probe, system.policy.evict_after_s) == (2, 5)  # type: ignore[attr-defined]
+    assert "quiver[probe=2,evict_after_s=5]" in out

@@ -301,3 +301,54 @@ def test_system_table_shows_the_default_columns_and_v_every_counter(tmp_path: Pa
     full_header, full_rows = _table(verbose)
     assert full_header == list(epochs[0]) and len(full_header) > 2 * len(header)
     assert len(full_rows) == 2 and "storage_bytes=" in verbose
+
+
+def test_a_system_spec_and_option_flags_reach_the_live_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli_support import run_cli
+    from hotset.data import SynthConfig, make_synth
+    from spec_support import record_builds
+
+    data = tmp_path / "ds"
+    make_synth(data, SynthConfig(n=200, image_size=8, classes=3, seed=2), workers=1)
+    built = record_builds(monkeypatch, "hotset.sim.live")
+    code, out = run_cli(
+        "simulate", "--system", "shade[coverage_floor=0.05]", "--option", "anneal-from=1",
+        "--dataset", str(data), "--cache-frac", "0.3", "--epochs", "2", "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    (system,) = built
+    assert (system.sampler.coverage_floor, system.sampler.anneal_from) == (0.05, 1)
+    result = json.loads(out)
+    assert result["system"] == "shade"
+    assert result["config"]["options"] == {"coverage_floor": 0.05, "anneal_from": 1}
+    assert result["epochs"][1]["order"] == "anneal"  # anneal_from=1 decided epoch 1's order
+
+
+@pytest.mark.parametrize(
+    ("system", "extra", "message"),
+    [
+        (
+            "shade[coverage_flor=0.05]",
+            (),
+            "system 'shade' has no option 'coverage_flor' (did you mean 'coverage_floor'?); "
+            "its options are rep_factor,",
+        ),
+        ("shadee[coverage_floor=0.05]", (), "unknown system 'shadee'; choose from pytorch,"),
+        ("quiver[probe=ten]", (), "system 'quiver': option probe got 'ten', expected int"),
+        ("quiver", ("--option", "probe=ten"), "option probe got 'ten', expected int"),
+        (
+            "quiver[probe=2]",
+            ("--option", "probe=3"),
+            "option 'probe' of system 'quiver' is given twice: in the spec 'quiver[probe=2]' "
+            "and in --option",
+        ),
+    ],
+)
+def test_a_bad_system_spec_is_named_before_any_work(
+    capsys: pytest.CaptureFixture[str], system: str, extra: tuple[str, ...], message: str
+) -> None:
+    # the dataset does not exist: the spec is refused before anything is opened
+    err = _fails(capsys, "--system", system, *extra, "--dataset", "nowhere", "--cache-frac", "0.2")
+    assert message in err

@@ -91,3 +91,24 @@ def test_the_table_has_eight_columns_and_v_every_counter() -> None:
     full = verbose.splitlines()[1].split()
     assert full[:2] == ["scope", "epoch"] and set(header) < set(full)
     assert {"storage_bytes", "exact_hits", "remote_put_bytes"} <= set(full)
+
+
+def test_a_system_spec_reaches_every_node_system(monkeypatch: pytest.MonkeyPatch) -> None:
+    from spec_support import record_builds
+
+    built = record_builds(monkeypatch, "hotset.sim.nodes")
+    code, out = run_cli(
+        "simulate", "--system", "shade[coverage_floor=0.05,unbiased=true]", "--nodes", "2",
+        "--scope", "private", "--n", "400", "--sample-bytes", "1000", "--cache-frac", "0.1",
+        "--epochs", "1", "--batch-size", "16", "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    assert len(built) == 2  # a private cache per node: a system each
+    for system in built:
+        assert system.sampler.coverage_floor == 0.05  # type: ignore[attr-defined]
+        assert system.weighted is True
+    code, out = run_cli(
+        "simulate", "--system", "shade[coverage_flor=0.05]", "--nodes", "2", "--n", "400",
+        "--sample-bytes", "1000", "--cache-frac", "0.1",
+    )  # fmt: skip
+    assert code == 2 and "system 'shade' has no option 'coverage_flor'" in out

@@ -59,3 +59,45 @@ def test_unknown_option_exits_2_through_main() -> None:
     )
     assert proc.returncode == 2
     assert "--bogus" in proc.stderr
+
+
+def test_options_lists_each_option_with_type_default_and_meaning() -> None:
+    from cli_support import run_cli
+
+    code, out = run_cli("systems", "--options", "shade")
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0].split() == ["option", "type", "default", "meaning"]
+    rows = {line.split()[0]: line for line in lines[1:-1]}
+    assert list(rows) == [
+        "rep_factor",
+        "ls_init_frac",
+        "adaptive",
+        "steep_decline",
+        "stagnant",
+        "aggressive",
+        "coverage_floor",
+        "anneal_from",
+        "unbiased",
+        "guardrail",
+        "guard_threshold",
+    ]
+    assert rows["coverage_floor"].split()[1:4] == ["number", "0.0", "share"]
+    assert rows["anneal_from"].split()[1:5] == ["int", "or", "none", "none"]
+    assert rows["adaptive"].split()[1:3] == ["bool", "true"]
+    assert lines[-1] == "give them as shade[option=value,...]"
+
+
+def test_options_json_and_a_system_without_options() -> None:
+    from cli_support import run_cli
+
+    code, out = run_cli("systems", "--options", "quiver", "--json")
+    assert code == 0, out
+    assert [(r["name"], r["type"], r["default"]) for r in json.loads(out)] == [
+        ("probe", "int", 0),
+        ("evict_after_s", "number", 30.0),
+    ]
+    code, out = run_cli("systems", "--options", "lru")
+    assert (code, out.strip()) == (0, "system 'lru' takes no options")
+    code, out = run_cli("systems", "--options", "shde")
+    assert code == 2 and "unknown system 'shde'; choose from pytorch" in out

@@ -166,7 +166,8 @@ def test_pack_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     captured = capsys.readouterr()
     m = Manifest.load(out)
     assert captured.out.strip() == (
-        f"packed 20 samples into 3 chunks, {m.total_bytes} bytes -> {out / 'chunks.json'}"
+        f"packed 20 samples into 3 chunks (shuffled with seed 3), {m.total_bytes} bytes -> "
+        f"{out / 'chunks.json'}"
     )
     assert "pack" in captured.err  # the progress bar
     assert sorted(p.name for p in (out / "chunks").iterdir()) == [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from collections.abc import Iterator
@@ -137,3 +138,126 @@ def test_system_specs_carry_options() -> None:
         parse_system("nope[a=1]")
     with pytest.raises(HotsetError, match="NAME\\[option=value"):
         parse_system("shade[a=1")
+
+
+# -- the one spec grammar: NAME[option=value,...] ---------------------------------------
+
+
+def test_a_spec_builds_the_system_with_its_options() -> None:
+    shade = build_system(
+        "shade[coverage_floor=0.05,anneal_from=4]", n=40, budget=_budget(40), seed=0, batch_size=8
+    )
+    assert shade.name == "shade"
+    assert shade.sampler.coverage_floor == 0.05  # type: ignore[attr-defined]
+    assert shade.sampler.anneal_from == 4  # type: ignore[attr-defined]
+    quiver = build_system("quiver[probe=10]", n=40, budget=_budget(40), seed=0, batch_size=8)
+    assert quiver.policy.probe == 10  # type: ignore[attr-defined]
+    # the spec's options and keyword ones join; the same option both ways is refused
+    both = build_system(
+        "quiver[probe=3]", n=40, budget=_budget(40), seed=0, batch_size=8, evict_after_s=5.0
+    )
+    assert (both.policy.probe, both.policy.evict_after_s) == (3, 5.0)  # type: ignore[attr-defined]
+    with pytest.raises(HotsetError, match="option 'probe' of system 'quiver' is given twice"):
+        build_system("quiver[probe=3]", n=40, budget=_budget(40), seed=0, probe=4)
+
+
+def test_a_misspelled_option_is_named_as_an_option_with_the_valid_ones() -> None:
+    from hotset.systems.registry import parse_system
+
+    with pytest.raises(HotsetError) as info:
+        parse_system("shade[coverage_flor=0.05]")
+    message = str(info.value)
+    assert "unknown system" not in message
+    assert (
+        "system 'shade' has no option 'coverage_flor' (did you mean 'coverage_floor'?)" in message
+    )
+    assert "its options are rep_factor, ls_init_frac, adaptive" in message
+    assert "coverage_floor, anneal_from, unbiased, guardrail, guard_threshold" in message
+    with pytest.raises(
+        HotsetError, match=r"system 'brand' has no option 'windw'.*window, remote_frac"
+    ):
+        parse_system("brand[windw=8]")
+    with pytest.raises(HotsetError, match="system 'lru' takes no options, got probe"):
+        parse_system("lru[probe=1]")
+
+
+def test_an_unknown_system_in_a_spec_lists_the_systems() -> None:
+    from hotset.systems.registry import parse_system
+
+    with pytest.raises(HotsetError, match=r"unknown system 'shadee'; choose from pytorch, .*shade"):
+        parse_system("shadee[coverage_floor=0.05]")
+    with pytest.raises(HotsetError, match=r"unknown system 'nope'; choose from"):
+        build_system("nope[a=1]", n=10, budget=_budget(10), seed=0)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("quiver[probe=ten]", "system 'quiver': option probe got 'ten', expected int"),
+        ("shade[coverage_floor=lots]", "option coverage_floor got 'lots', expected number"),
+        ("shade[adaptive=maybe]", "option adaptive got 'maybe', expected bool"),
+        ("shade[anneal_from=2.5]", "option anneal_from got '2.5', expected int or none"),
+        (
+            "shade[aggressive=tail]",
+            "option aggressive got 'tail', expected 'blocks', 'head' or none",
+        ),
+    ],
+)
+def test_a_bad_value_names_the_option_the_value_and_the_type(spec: str, message: str) -> None:
+    from hotset.systems.registry import parse_system
+
+    with pytest.raises(HotsetError, match=re.escape(message)):
+        parse_system(spec)
+
+
+def test_options_given_apart_are_checked_and_joined() -> None:
+    from hotset.systems.registry import resolve_system
+
+    assert resolve_system("shade[coverage_floor=0.05]", {"anneal_from": np.int64(3)}) == (
+        "shade",
+        {"coverage_floor": 0.05, "anneal_from": 3},
+    )
+    with pytest.raises(
+        HotsetError, match=r"in the spec 'shade\[unbiased=true\]' and in system_options"
+    ):
+        resolve_system("shade[unbiased=true]", {"unbiased": False})
+    with pytest.raises(HotsetError, match="option probe got '10', expected int"):
+        resolve_system("quiver", {"probe": "10"})  # a Python value is not re-read as text
+    with pytest.raises(HotsetError, match="has no option 'prob'"):
+        resolve_system("quiver", {"prob": 10})
+
+
+def test_a_spec_prints_as_it_parses() -> None:
+    from hotset.systems.registry import format_system, parse_system
+
+    for spec in (
+        "lru",
+        "quiver[probe=10]",
+        "shade[coverage_floor=0.05,anneal_from=none,adaptive=false]",
+    ):
+        assert format_system(*parse_system(spec)) == spec
+
+
+def test_every_declared_option_is_one_its_build_accepts_with_that_default() -> None:
+    """The listing (hotset systems --options) cannot name an option a build refuses."""
+    from hotset.systems.registry import capabilities_of, options_of
+    from layout_support import make_layout
+
+    n = 40
+    layout = make_layout(np.full(n, 100, dtype=np.int64), 8)
+    for name in system_names():
+        declared = options_of(name)
+        assert declared is not None, f"{name} declares no options"
+        defaults = {o.name: o.default for o in declared}
+        system = build_system(
+            name,
+            n=n,
+            budget=_budget(n),
+            seed=0,
+            batch_size=8,
+            layout=layout if capabilities_of(name).reads_units else None,
+            **defaults,
+        )
+        assert system.name == name
+        for option in declared:
+            assert option.meaning and "\n" not in option.meaning, (name, option.name)

@@ -100,6 +100,13 @@ def test_ids_from_another_loader_are_refused(dataset_dir: Path) -> None:
             one.update(torch.tensor(stranger), torch.ones(len(stranger)))
 
 
+def test_summary_before_any_epoch_names_the_system(dataset_dir: Path) -> None:
+    with hotset.loader(_data(dataset_dir), system="lru", batch_size=16) as loader:
+        lines = loader.summary().splitlines()
+    assert lines[0] == "system lru" and "distinct trained" in lines[1]
+    assert lines[2:] == ["(no epoch run yet)"]
+
+
 def test_summary_is_a_table_with_coverage_loss_and_accuracy(dataset_dir: Path) -> None:
     with hotset.loader(_data(dataset_dir), system="shade", batch_size=16) as loader:
         for epoch in range(2):
@@ -112,6 +119,7 @@ def test_summary_is_a_table_with_coverage_loss_and_accuracy(dataset_dir: Path) -
             loader.update(ids, torch.full((len(ids),), 0.5))
         table = loader.summary()
     lines = table.splitlines()
-    assert "distinct trained" in lines[0] and "val acc" in lines[0]
-    assert len(lines) == 4  # header + 3 epochs
-    assert "0.5000" in lines[1] and "25.00%" in lines[1]
+    assert lines[0] == "system shade"  # the spec (no options given)
+    assert "distinct trained" in lines[1] and "val acc" in lines[1]
+    assert len(lines) == 5  # system, header + 3 epochs
+    assert "0.5000" in lines[2] and "25.00%" in lines[2]

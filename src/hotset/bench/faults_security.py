@@ -85,7 +85,7 @@ def _chunk_rows(tmp: Path, n: int) -> list[dict[str, Any]]:
     for scenario in ("chunks-reordered", "chunks-stale"):
         root = tmp / scenario
         make_synth(root, SynthConfig(n=n, image_size=8, classes=4, seed=3, format="npy"))
-        pack_dataset(root, chunk_size=64)
+        pack_dataset(root, chunk_size=64, shuffle_seed=None)  # id order, as the committed rows
         if scenario == "chunks-reordered":
             _reverse_chunk_ids(root)
         else:  # new data of the same sizes copied over the packed directory

@@ -151,6 +151,7 @@ def advise(
             else f"knee at {s['knee']:.0%}"
         )
         click.echo(f"{s['system']}: {knee}; {target:.0%} exact hits need {answer}")
+    click.echo(f"auto (the loader's default) picks {_auto_line(dataset)}")
     click.echo(KNEE_NOTE)
     click.echo(
         "belady (run): Belady's MIN on each row's own requests over all epochs, the bound on "
@@ -170,3 +171,12 @@ def advise(
     if as_json is not None:
         as_json.write_text(json.dumps(result, indent=2) + "\n")
         click.echo(f"wrote {as_json}")
+
+
+def _auto_line(dataset: str | Path) -> str:
+    """What ``system="auto"`` would pick on ``dataset``: the loader's rule and facts."""
+    from hotset.data.chunks import ChunkLayout
+    from hotset.systems.auto import choose
+
+    packed = "://" not in str(dataset) and ChunkLayout.exists(dataset)
+    return choose(packed=packed).describe()

@@ -27,6 +27,9 @@ _SUITE_MODULES: dict[str, str] = {
     "which": "hotset.cli.bench_which",
 }
 
+#: commands of the group that read committed results instead of measuring (no suite)
+READERS = ("which",)
+
 
 class _BenchGroup(click.Group):
     """Suites defined here plus suites imported from their own module on demand."""

@@ -127,13 +127,14 @@ def command(
     from hotset.bench.matrix_plot import plot
     from hotset.bench.results import RESULTS_DIR
     from hotset.bench.workloads import parse_floats, parse_ints, parse_list
+    from hotset.systems.registry import split_systems
 
     result = run(
         data_dir=data_dir,
         presets=parse_list(presets, option="--stores"),
         workloads=parse_list(workloads, option="--workloads"),
         fracs=parse_floats(cache_fracs, option="--cache-fracs"),
-        systems=parse_list(systems, option="--systems"),
+        systems=split_systems(systems),  # NAME[a=1,b=2] keeps its commas
         repeats=repeats,
         epochs=epochs,
         workers=workers,

@@ -260,30 +260,50 @@ def digest(dataset: str, out: str | None, workers: int, quiet: bool) -> None:
     "--shuffle-seed",
     default=None,
     type=int,
-    help="Group ids into chunks by a seeded permutation instead of id order.",
+    help="Seed of the shuffle that groups ids into chunks  [default: 0].",
+)
+@click.option(
+    "--no-shuffle",
+    is_flag=True,
+    help="Group ids into chunks in id order (chunks of one class where ids follow classes).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def pack(dataset: str, chunk_size: int, shuffle_seed: int | None, quiet: bool) -> None:
+def pack(
+    dataset: str, chunk_size: int, shuffle_seed: int | None, no_shuffle: bool, quiet: bool
+) -> None:
     """Store samples in chunks: one file per CHUNK-SIZE samples, plus chunks.json.
 
-    Chunk files go to chunks/ under the dataset root, and the per-sample files
-    stay. Every sample is checked against the manifest while packing; a
-    re-pack replaces the old chunk files.
+    Ids are grouped in a seeded shuffle (seed 0 unless --shuffle-seed says
+    otherwise; --no-shuffle keeps id order), as Brand §3.2 makes its chunks: a
+    chunk then holds random samples, not a run of neighbouring ids (of one
+    class, where ids follow classes). The seed, or none, is recorded in
+    chunks.json. Chunk files go to chunks/ under the dataset root, and the
+    per-sample files stay. Every sample is checked against the manifest while
+    packing; a re-pack replaces the old chunk files.
     """
-    from hotset.data.chunks import layout_path, pack_dataset
+    from hotset.data.chunks import DEFAULT_SHUFFLE_SEED, layout_path, pack_dataset
+    from hotset.data.homogeneity import homogeneity_warning
+    from hotset.data.manifest import Manifest
     from hotset.errors import HotsetError
 
     if chunk_size < 1:
         raise HotsetError(f"--chunk-size must be a positive integer, got {chunk_size!r}")
     if shuffle_seed is not None and shuffle_seed < 0:
         raise HotsetError(f"--shuffle-seed must be a non-negative integer, got {shuffle_seed!r}")
-    layout = pack_dataset(
-        dataset, chunk_size=chunk_size, shuffle_seed=shuffle_seed, progress=not quiet
-    )
+    if no_shuffle and shuffle_seed is not None:
+        raise HotsetError(
+            f"--no-shuffle and --shuffle-seed {shuffle_seed}: give one (a seed shuffles)"
+        )
+    seed = None if no_shuffle else DEFAULT_SHUFFLE_SEED if shuffle_seed is None else shuffle_seed
+    layout = pack_dataset(dataset, chunk_size=chunk_size, shuffle_seed=seed, progress=not quiet)
+    order = "in id order" if seed is None else f"shuffled with seed {seed}"
     click.echo(
-        f"packed {layout.n} samples into {layout.n_chunks} chunks, {layout.total_bytes} bytes "
-        f"-> {layout_path(dataset)}"
+        f"packed {layout.n} samples into {layout.n_chunks} chunks ({order}), "
+        f"{layout.total_bytes} bytes -> {layout_path(dataset)}"
     )
+    warning = homogeneity_warning(layout, Manifest.load(dataset).labels)
+    if warning is not None:
+        click.echo(f"hotset: warning: {warning}", err=True)
 
 
 @data.command("split")

@@ -136,8 +136,8 @@ def demo(
     """Every seed system vs PyTorch's DataLoader on one store; a table and a verdict."""
     from hotset.bench.demo import run
     from hotset.bench.demo_plot import plot
-    from hotset.bench.workloads import parse_list
     from hotset.storage.presets import resolve_store
+    from hotset.systems.registry import split_systems
 
     store = resolve_store(
         store_preset, latency_ms=latency_ms, bandwidth_mb_s=bandwidth_mb_s, max_concurrency=None
@@ -146,7 +146,7 @@ def demo(
     out.mkdir(parents=True, exist_ok=True)
     result = run(
         out=out, store=store, workload=workload, n=n,
-        systems=tuple(parse_list(systems, option="--systems")), cache_frac=cache_frac,
+        systems=tuple(split_systems(systems)), cache_frac=cache_frac,
         repeats=repeats, epochs=epochs, step_ms=step_ms, workers=workers, sim_epochs=sim_epochs,
         log=lambda msg: click.echo(msg, err=True),
     )  # fmt: skip

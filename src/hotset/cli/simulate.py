@@ -27,16 +27,15 @@ from hotset.cli.simulate_common import (
     emit_json,
     floats,
     ints,
-    parse_option_value,
-    parse_options,
     split_list,
+    system_and_options,
 )
 from hotset.cli.store_option import simulated_store, store_line, store_option
 from hotset.errors import HotsetError
 from hotset.storage.presets import StoreModel
 
 # the helpers moved to simulate_common; these names stay importable from here
-__all__ = ["cell", "echo_rows", "emit_json", "parse_option_value", "parse_options", "simulate"]
+__all__ = ["cell", "echo_rows", "emit_json", "simulate"]
 
 _SYSTEM_DEFAULT_EPOCHS = 15
 _SAMPLER_DEFAULT_EPOCHS = 1
@@ -66,7 +65,9 @@ LIVE_TOTALS = (
 @click.command(name="simulate")
 @click.option("--trace", "trace_path", type=click.Path(path_type=Path), help="Trace file (ids).")
 @click.option("--sampler", type=click.Choice(["random"]), help="Generate orders instead.")
-@click.option("--system", help="Train this named system live (see `hotset systems`).")
+@click.option(
+    "--system", help="Train this system live: NAME or NAME[option=value,...] (`hotset systems`)."
+)
 @click.option("--policy", help="Cache policy, or a comma list for a sweep.")
 @click.option("--cache-items", help="Cache size in items (comma list for a sweep).")
 @click.option("--cache-frac", help="Cache size as a fraction of the dataset (comma list).")
@@ -187,8 +188,10 @@ def simulate(
         )
     if store_preset is not None and system is None:
         raise click.UsageError("--store goes with --system (replay counts hits, not seconds)")
+    options: dict[str, Any] = {}
     if system is not None:
         store = simulated_store(store_preset, latency_ms, bandwidth_mb_s, concurrency)
+        system, options = system_and_options(system, option_pairs)  # NAME[opt=v] + --option
     if nodes is not None:
         assert system is not None  # checked before the modes
         from hotset.cli.simulate_nodes import run_nodes_from_options
@@ -207,7 +210,7 @@ def simulate(
             epochs=3 if epochs is None else epochs,
             seed=seed,
             batch_size=batch_size,
-            options=parse_options(option_pairs),
+            options=options,
             costs={
                 "storage_latency_ms": store.latency_ms,
                 "storage_mb_s": store.bandwidth_mb_s,
@@ -239,7 +242,7 @@ def simulate(
             val_frac=val_frac,
             store=store,
             compute_ms_per_batch=compute_ms_per_batch,
-            options=parse_options(option_pairs),
+            options=options,
             progress=progress,
             out=out,
             as_json=as_json,
@@ -423,6 +426,8 @@ def _run_system(
         return
     _print_live(result, verbose=verbose)
     click.echo(store_line(store))
+    if result["config"].get("auto"):
+        click.echo(f"system {result['config']['auto']}")
 
 
 def _print_live(result: dict[str, Any], *, verbose: bool) -> None:

@@ -1,4 +1,4 @@
-"""What ``hotset simulate``'s modes share: list parsing, ``--option`` values, tables, JSON.
+"""What ``hotset simulate``'s modes share: list parsing, the system and its options, tables, JSON.
 
 It lives apart so that :mod:`hotset.cli.simulate` (the command and its trace,
 sampler and live modes) and :mod:`hotset.cli.simulate_nodes` (the ``--nodes``
@@ -45,30 +45,22 @@ def ints(value: str | None, name: str) -> list[int] | None:
         raise click.BadParameter(f"expected integers, got {value!r}", param_hint=name) from None
 
 
-def parse_option_value(text: str) -> bool | int | float | str:
-    """``--option`` values: booleans, then ints, then floats, else the string itself."""
-    lowered = text.strip().lower()
-    if lowered in {"true", "yes", "on"}:
-        return True
-    if lowered in {"false", "no", "off"}:
-        return False
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+def system_and_options(system: str, pairs: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """``--system NAME[option=value,...]`` and ``--option KEY=VALUE`` flags as (name, options).
 
+    Both are read by the registry's one parser (:mod:`hotset.systems.registry`), each
+    value in its option's type; an option given both ways is an error naming it.
+    """
+    from hotset.systems.auto import AUTO, is_auto
+    from hotset.systems.registry import parse_option_pairs, parse_system, resolve_system
 
-def parse_options(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """``--option KEY=VALUE`` pairs as a system's keyword options (``-`` becomes ``_``)."""
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--option")
-        options[key.strip().replace("-", "_")] = parse_option_value(value)
-    return options
+    if is_auto(system):  # resolved where the data set is known, as the loader does
+        if pairs:
+            raise HotsetError(f"--option {pairs[0]!r}: auto takes no options; name the system")
+        return AUTO, {}
+    name, _ = parse_system(system)
+    flags = parse_option_pairs(name, pairs, where="--option")
+    return resolve_system(system, flags, source="--option")
 
 
 def cell(value: Any) -> str:

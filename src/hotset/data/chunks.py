@@ -29,14 +29,34 @@ File format
 * ``ROOT/chunks/cNNNNNN.bin`` (``ROOT`` is the store root: the dataset directory
   unless ``dataset.json`` records another ``root``): the plain concatenation of
   its members' bytes in stored order, no header, no padding. Chunk ``c`` holds
-  the ``c``-th run of ``chunk_size`` ids in id order, or in a seeded permutation
-  of the ids (``shuffle_seed``), so the last chunk may be shorter.
+  the ``c``-th run of ``chunk_size`` ids in a seeded permutation of the ids
+  (``shuffle_seed``; packing shuffles by default, see "Why shuffle by default")
+  or in id order, so the last chunk may be shorter.
 * ``DIR/chunks.json`` beside ``manifest.csv``: ``{"format": "hotset-chunks",
   "version": 1, "n", "chunk_size", "shuffle_seed", "manifest_identity",
   "chunks": [{"key", "size", "xxh3", "ids", "offsets", "lengths"}, ...]}`` with
   each chunk's members in stored (offset) order. Readers accept gaps between
   members (a later format may align them) but never overlaps or bytes past the
-  chunk's end.
+  chunk's end. ``shuffle_seed`` is the seed, or ``null`` for id order; a file
+  without the field (hand-made, another tool) still opens, its order unknown
+  (:attr:`ChunkLayout.shuffle`).
+
+Why shuffle by default
+----------------------
+A chunk is read, cached and served as a whole, so a system that reads chunks
+(Brand, Quiver) sees the samples of a batch come a chunk at a time. A data set
+whose ids follow its classes (an ImageFolder tree imported class by class) cut
+in id order gives chunks of one class each: batches of one or two classes and
+epochs that barely change their order -- Quiver then reached 30 % top-1 where
+a plain loader reached 55 % (issue #27). Brand §3.2 makes its chunks from a
+seeded shuffle of the ids for this reason, so :func:`pack_dataset` does too
+unless told otherwise (``shuffle_seed=None``, ``hotset data pack
+--no-shuffle``). :data:`DEFAULT_SHUFFLE_SEED` is the benchmarks' seed
+(:data:`hotset.bench.workloads.PACK_SHUFFLE_SEED`, with chunks of
+:data:`DEFAULT_CHUNK_SIZE`): a default pack is the layout their committed
+numbers were measured on. :mod:`hotset.data.homogeneity` tells a layout of
+one-class chunks from a shuffled one, and :mod:`hotset.data.packdir` is where
+the loader packs a data set that has no layout.
 
 Stale chunk sets
 ----------------
@@ -91,7 +111,7 @@ import xxhash
 
 from hotset.data.manifest import Manifest, content_hash, decode_text
 from hotset.data.opener import dataset_root, open_dataset
-from hotset.errors import HotsetError, IntegrityError
+from hotset.errors import HotsetError, IntegrityError, StorageError
 from hotset.fsutil import atomic_write
 from hotset.storage.base import Store, check_key
 
@@ -99,6 +119,10 @@ IntArray = npt.NDArray[np.int64]
 
 CHUNKS_JSON = "chunks.json"
 CHUNK_DIR = "chunks"
+#: samples per chunk when none is given: Brand's best size (§5.5) and the benchmarks'
+DEFAULT_CHUNK_SIZE = 64
+#: the seed ids are shuffled with when none is given (the module docstring says why)
+DEFAULT_SHUFFLE_SEED = 0
 FORMAT = "hotset-chunks"
 VERSION = 1
 
@@ -167,13 +191,21 @@ class ChunkLayout:
     chunk_size: int
     """Samples per chunk asked for (the last chunk may hold fewer)."""
     shuffle_seed: int | None = None
-    """Seed of the permutation that grouped ids into chunks; None for id order."""
+    """Seed of the permutation that grouped ids into chunks; None for id order (or unknown:
+    see ``shuffle_recorded``)."""
     manifest_identity: str | None = None
     """:meth:`Manifest.identity` of the manifest packed from; None in a layout made before
     the fingerprint existed (see the module docstring, "Stale chunk sets")."""
+    shuffle_recorded: bool = True
+    """Whether ``chunks.json`` says how ids were grouped: False for one without a
+    ``shuffle_seed`` field (written by hand or by another tool), whose order is unknown."""
     dataset: str | None = field(default=None, compare=False)
     """Where the layout was loaded from (a dataset directory or URL), for the re-pack
     command errors give; not part of the layout (ignored by ``==`` and the JSON)."""
+    store: Store | None = field(default=None, compare=False)
+    """The store the chunk files are read from when they are not beside the samples: a
+    pack the loader made in its ``pack_dir`` (:mod:`hotset.data.packdir`); None: the data
+    set's own store. Not part of the layout (ignored by ``==`` and the JSON)."""
 
     _order: IntArray = field(init=False, repr=False)
     _starts: IntArray = field(init=False, repr=False)
@@ -199,6 +231,14 @@ class ChunkLayout:
             )
         check_chunk_size(self.chunk_size)
         check_shuffle_seed(self.shuffle_seed)
+        if not isinstance(self.shuffle_recorded, bool):
+            raise HotsetError(
+                f"shuffle_recorded: must be True or False, got {self.shuffle_recorded!r}"
+            )
+        if not self.shuffle_recorded and self.shuffle_seed is not None:
+            raise HotsetError(
+                f"shuffle_seed {self.shuffle_seed!r} with shuffle_recorded=False: a seed is a record"
+            )
         for c, key in enumerate(keys):
             if not isinstance(key, str):
                 raise HotsetError(f"chunk_keys[{c}]: expected a string, got {key!r}")
@@ -278,6 +318,14 @@ class ChunkLayout:
     def total_bytes(self) -> int:
         """Bytes of all chunk files together."""
         return int(self.chunk_sizes.sum())
+
+    @property
+    def shuffle(self) -> str:
+        """How ids were grouped, in words: ``"seed S"``, ``"none"`` (id order) or
+        ``"unknown"`` (a ``chunks.json`` that does not say)."""
+        if self.shuffle_seed is not None:
+            return f"seed {self.shuffle_seed}"
+        return "none" if self.shuffle_recorded else "unknown"
 
     # ---- lookups ---------------------------------------------------------------
 
@@ -364,21 +412,36 @@ class ChunkLayout:
                     f"{self.repack_advice()}"
                 )
 
-    def repack_command(self) -> str:
+    def repack_command(self, *, reshuffle: bool = False) -> str:
         """The ``hotset data pack`` command that packs this layout's data set again, alike.
 
-        ``DIR`` stands in for the directory when the layout was not loaded from a
-        local one (packing needs a local copy of a data set behind a URL).
+        Alike: the same chunk size, and the same seed, or ``--no-shuffle`` for a
+        layout recorded in id order (a layout whose order is unknown gets the
+        default, a shuffle). ``reshuffle`` gives the command that packs it in a
+        seeded shuffle instead, whatever its order now (the seed it has, else
+        :data:`DEFAULT_SHUFFLE_SEED`). ``DIR`` stands in for the directory when
+        the layout was not loaded from a local one (packing needs a local copy
+        of a data set behind a URL).
         """
         local = self.dataset is not None and not _is_url(self.dataset)
         where = shlex.quote(self.dataset) if local and self.dataset is not None else "DIR"
         command = f"hotset data pack {where} --chunk-size {self.chunk_size}"
         if self.shuffle_seed is not None:
             command += f" --shuffle-seed {self.shuffle_seed}"
+        elif reshuffle:
+            command += f" --shuffle-seed {DEFAULT_SHUFFLE_SEED}"
+        elif self.shuffle_recorded:
+            command += " --no-shuffle"
         return command
 
     def repack_advice(self) -> str:
-        """What to run to re-pack, in words (a URL's data set is packed as a local copy)."""
+        """What to run to re-pack, in words (a URL's data set is packed as a local copy;
+        a pack the loader made is deleted, and the next loader makes it again)."""
+        if self.store is not None and self.dataset is not None:
+            return (
+                f"delete {self.dataset!r}, the chunk files the loader packed, and the next "
+                "loader packs the data set again"
+            )
         if self.dataset is not None and _is_url(self.dataset):
             return (
                 f"re-pack a local copy of it with `{self.repack_command()}` and upload its "
@@ -416,6 +479,7 @@ class ChunkLayout:
             and self.chunk_hashes == other.chunk_hashes
             and self.chunk_size == other.chunk_size
             and self.shuffle_seed == other.shuffle_seed
+            and self.shuffle_recorded == other.shuffle_recorded
         )
 
     __hash__ = None  # type: ignore[assignment]  # arrays: not hashable
@@ -423,7 +487,7 @@ class ChunkLayout:
     def __repr__(self) -> str:
         return (
             f"ChunkLayout({self.n} samples in {self.n_chunks} chunks, {self.total_bytes} bytes, "
-            f"chunk_size={self.chunk_size}, shuffle_seed={self.shuffle_seed})"
+            f"chunk_size={self.chunk_size}, shuffle={self.shuffle})"
         )
 
     def to_json(self) -> str:
@@ -441,27 +505,34 @@ class ChunkLayout:
                     "lengths": self.length[ids].tolist(),
                 }
             )
-        doc = {
+        doc: dict[str, Any] = {
             "format": FORMAT,
             "version": VERSION,
             "n": self.n,
             "chunk_size": self.chunk_size,
-            "shuffle_seed": self.shuffle_seed,
-            "chunks": chunks,
         }
+        if self.shuffle_recorded:  # null: id order; no field: unknown
+            doc["shuffle_seed"] = self.shuffle_seed
+        doc["chunks"] = chunks
         if self.manifest_identity is not None:
             doc["manifest_identity"] = self.manifest_identity
         return json.dumps(doc, separators=(",", ":")) + "\n"
 
     @classmethod
     def from_json(
-        cls, text: str | bytes, *, source: str = CHUNKS_JSON, dataset: str | None = None
+        cls,
+        text: str | bytes,
+        *,
+        source: str = CHUNKS_JSON,
+        dataset: str | None = None,
+        store: Store | None = None,
     ) -> ChunkLayout:
         """Parse and validate ``chunks.json`` text (or its raw bytes).
 
         Any input that is not a valid layout is a :class:`HotsetError` naming
         ``source`` and the field. ``dataset`` is recorded for the re-pack command
-        that errors give (:meth:`repack_command`).
+        that errors give (:meth:`repack_command`), ``store`` as the layout's own
+        (where its chunk files are, when not beside the samples).
         """
         if isinstance(text, bytes):
             text = decode_text(text, source=source, what="a chunk layout (JSON)")
@@ -472,12 +543,12 @@ class ChunkLayout:
         except ValueError as exc:  # JSONDecodeError, and integers too long to convert
             raise HotsetError(f"{source}: not valid JSON: {exc}") from None
         try:
-            return cls._from_doc(doc, dataset)
+            return cls._from_doc(doc, dataset, store)
         except HotsetError as exc:
             raise HotsetError(f"{source}: {exc}") from None
 
     @classmethod
-    def _from_doc(cls, doc: Any, dataset: str | None) -> ChunkLayout:
+    def _from_doc(cls, doc: Any, dataset: str | None, store: Store | None) -> ChunkLayout:
         if not isinstance(doc, dict):
             raise HotsetError(f"expected a JSON object, got {type(doc).__name__}")
         if doc.get("format") != FORMAT:
@@ -523,7 +594,9 @@ class ChunkLayout:
             chunk_size=chunk_size,
             shuffle_seed=doc.get("shuffle_seed"),
             manifest_identity=doc.get("manifest_identity"),
+            shuffle_recorded="shuffle_seed" in doc,
             dataset=dataset,
+            store=store,
         )
 
     # ---- files -----------------------------------------------------------------
@@ -535,8 +608,13 @@ class ChunkLayout:
         return path
 
     @classmethod
-    def load(cls, dataset_dir: str | os.PathLike[str]) -> ChunkLayout:
-        """Read ``DIR/chunks.json``; a clear error when the dataset was never packed."""
+    def load(
+        cls, dataset_dir: str | os.PathLike[str], *, store: Store | None = None
+    ) -> ChunkLayout:
+        """Read ``DIR/chunks.json``; a clear error when the dataset was never packed.
+
+        ``store``: where the chunk files are read from, when not from the data
+        set's store (see :attr:`store`)."""
         path = layout_path(dataset_dir)
         if not path.is_file():
             raise HotsetError(
@@ -546,7 +624,7 @@ class ChunkLayout:
             raw = path.read_bytes()
         except OSError as exc:
             raise HotsetError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
-        return cls.from_json(raw, source=str(path), dataset=str(path.parent))
+        return cls.from_json(raw, source=str(path), dataset=str(path.parent), store=store)
 
     @staticmethod
     def exists(dataset_dir: str | os.PathLike[str]) -> bool:
@@ -717,7 +795,7 @@ def member_mismatch(layout: ChunkLayout, c: int, sid: int, keys: Sequence[str]) 
     )
 
 
-def _write_file(path: Path, data: bytes) -> None:
+def write_synced(path: Path, data: bytes) -> None:
     """Write and fsync: chunks.json, written durably later, must never outlive its files."""
     with open(path, "wb") as fh:
         fh.write(data)
@@ -725,27 +803,129 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(fh.fileno())
 
 
+def pack_order(n: int, shuffle_seed: int | None) -> IntArray:
+    """The ids in the order they are cut into chunks: ``np.random.default_rng(seed)``'s
+    permutation of ``0..n-1``, or id order when ``shuffle_seed`` is None."""
+    if shuffle_seed is None:
+        return np.arange(n, dtype=np.int64)
+    return np.random.default_rng(shuffle_seed).permutation(n).astype(np.int64)
+
+
+def write_chunks(
+    manifest: Manifest,
+    store: Store,
+    folder: str | os.PathLike[str],
+    *,
+    chunk_size: int,
+    shuffle_seed: int | None,
+    progress: bool = False,
+    desc: str = "pack",
+    dataset: str | None = None,
+) -> ChunkLayout:
+    """Write chunk ``c``'s file as ``folder/cNNNNNN.bin`` for every chunk; return the layout.
+
+    Every sample is read through ``store`` (``chunk_size`` keys per
+    ``read_many``) and checked against the manifest's size and xxh3: an
+    :class:`IntegrityError` names the first that differs, and nothing but
+    ``folder`` has been written. Each file is fsynced, so the ``chunks.json`` a
+    caller writes afterwards never outlives its files. The layout's chunk keys
+    are ``chunks/cNNNNNN.bin``: ``folder`` is meant to become a ``chunks/``.
+    ``progress`` shows a tqdm bar named ``desc`` on stderr; ``dataset`` is the
+    layout's :attr:`ChunkLayout.dataset` (for the commands its messages give).
+    :func:`pack_dataset` and :mod:`hotset.data.packdir` both write with it; where
+    the files go and how they replace older ones is theirs.
+    """
+    from tqdm import tqdm
+
+    n = len(manifest)
+    order = pack_order(n, shuffle_seed)
+    chunk_of = np.empty(n, dtype=np.int64)
+    offset = np.empty(n, dtype=np.int64)
+    length = np.empty(n, dtype=np.int64)
+    keys: list[str] = []
+    sizes: list[int] = []
+    hashes: list[str] = []
+    out = Path(folder)
+    with tqdm(total=n, desc=desc, unit="sample", file=sys.stderr, disable=not progress) as bar:
+        for c, start in enumerate(range(0, n, chunk_size)):
+            ids = order[start : start + chunk_size]
+            datas = _read_members(store, [manifest.keys[i] for i in ids.tolist()])
+            pos = 0
+            for sid, data in zip(ids.tolist(), datas, strict=True):
+                _check_sample(manifest, sid, data)
+                chunk_of[sid] = c
+                offset[sid] = pos
+                length[sid] = len(data)
+                pos += len(data)
+            blob = b"".join(datas)
+            key = chunk_key(c)
+            write_synced(out / key.split("/", 1)[1], blob)
+            keys.append(key)
+            sizes.append(len(blob))
+            hashes.append(content_hash(blob))
+            bar.update(len(ids))
+    return ChunkLayout(
+        chunk_of=chunk_of,
+        offset=offset,
+        length=length,
+        chunk_keys=tuple(keys),
+        chunk_sizes=np.asarray(sizes, dtype=np.int64),
+        chunk_hashes=tuple(hashes),
+        chunk_size=chunk_size,
+        shuffle_seed=shuffle_seed,
+        manifest_identity=manifest.identity(),
+        dataset=dataset,
+    )
+
+
+def _read_members(store: Store, keys: list[str]) -> list[bytes]:
+    """``store.read_many(keys)``; an OSError becomes a :class:`StorageError` naming the keys,
+    so that a caller can tell a failed read of the data set from a failed write of a chunk."""
+    try:
+        return store.read_many(keys)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot read the samples {keys[0]!r}..{keys[-1]!r} of {store!r} to pack them: "
+            f"{exc.strerror or exc}"
+        ) from exc
+
+
+def _check_sample(manifest: Manifest, sid: int, data: bytes) -> None:
+    """Raise :class:`IntegrityError` unless ``data`` is sample ``sid``'s bytes."""
+    actual = content_hash(data)
+    if actual != manifest.hashes[sid] or len(data) != int(manifest.sizes[sid]):
+        raise IntegrityError(
+            f"sample {sid} ({manifest.keys[sid]!r}): {len(data)} bytes with "
+            f"xxh3 {actual}, manifest says {int(manifest.sizes[sid])} bytes "
+            f"with xxh3 {manifest.hashes[sid]} (run `hotset data verify`)"
+        )
+
+
 def pack_dataset(
     dataset_dir: str | os.PathLike[str],
     *,
-    chunk_size: int = 64,
-    shuffle_seed: int | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    shuffle_seed: int | None = DEFAULT_SHUFFLE_SEED,
     progress: bool = False,
 ) -> ChunkLayout:
     """Write one chunk file per ``chunk_size`` samples, then ``chunks.json``; return the layout.
 
-    Ids are grouped in id order, or in the permutation drawn by
-    ``np.random.default_rng(shuffle_seed)`` when a seed is given (a chunk then
-    holds random ids, so reading chunks in a random order stays close to
-    reading samples in a random order). Every sample is read through the
-    dataset's store and checked against the manifest (:class:`IntegrityError`
-    naming the sample on mismatch, and nothing of the old layout is touched).
-    Re-packing replaces the whole ``chunks/`` folder, so stale chunk files go.
-    Local datasets only: chunk files are written into the store root.
+    Ids are grouped in the permutation drawn by
+    ``np.random.default_rng(shuffle_seed)`` -- by default, with
+    :data:`DEFAULT_SHUFFLE_SEED` -- so a chunk holds random ids and reading
+    chunks in a random order stays close to reading samples in a random order
+    (the module docstring says why this is the default, "Why shuffle by default");
+    ``shuffle_seed=None`` keeps id order. The seed, or None, is recorded in
+    ``chunks.json``. Every sample is read through the dataset's store and
+    checked against the manifest (:class:`IntegrityError` naming the sample on
+    mismatch, and nothing of the old layout is touched). Re-packing replaces the
+    whole ``chunks/`` folder, so stale chunk files go. Local datasets only:
+    chunk files are written into the store root.
     """
+    from hotset.data.leftovers import owned_tempdir, reclaim
+
     chunk_size = check_chunk_size(chunk_size)
     seed = check_shuffle_seed(shuffle_seed)
-
     text = os.fspath(dataset_dir)
     if _is_url(text):
         raise HotsetError(
@@ -764,64 +944,19 @@ def pack_dataset(
             f"cannot pack: sample key {clash!r} lies in {CHUNK_DIR}/, the folder chunk files "
             "replace"
         )
-
-    n = len(manifest)
-    order = (
-        np.arange(n, dtype=np.int64)
-        if seed is None
-        else np.random.default_rng(seed).permutation(n).astype(np.int64)
-    )
-    chunk_of = np.empty(n, dtype=np.int64)
-    offset = np.empty(n, dtype=np.int64)
-    length = np.empty(n, dtype=np.int64)
-    keys: list[str] = []
-    sizes: list[int] = []
-    hashes: list[str] = []
-    from tqdm import tqdm
-
-    from hotset.data.leftovers import owned_tempdir, reclaim
-
     # The temporary folders carry their owner in their name: a killed pack's are
     # removed here by the next one (and by `hotset cache gc --data`), a live one's kept.
     reclaim(root, ("chunks",))
     tmp = owned_tempdir(root, prefix=f".{CHUNK_DIR}.", suffix=".tmp")
     try:
-        with tqdm(
-            total=n, desc="pack", unit="sample", file=sys.stderr, disable=not progress
-        ) as bar:
-            for c, start in enumerate(range(0, n, chunk_size)):
-                ids = order[start : start + chunk_size]
-                datas = store.read_many([manifest.keys[i] for i in ids.tolist()])
-                pos = 0
-                for sid, data in zip(ids.tolist(), datas, strict=True):
-                    actual = content_hash(data)
-                    if actual != manifest.hashes[sid] or len(data) != int(manifest.sizes[sid]):
-                        raise IntegrityError(
-                            f"sample {sid} ({manifest.keys[sid]!r}): {len(data)} bytes with "
-                            f"xxh3 {actual}, manifest says {int(manifest.sizes[sid])} bytes "
-                            f"with xxh3 {manifest.hashes[sid]} (run `hotset data verify`)"
-                        )
-                    chunk_of[sid] = c
-                    offset[sid] = pos
-                    length[sid] = len(data)
-                    pos += len(data)
-                blob = b"".join(datas)
-                key = chunk_key(c)
-                _write_file(tmp / key.split("/", 1)[1], blob)
-                keys.append(key)
-                sizes.append(len(blob))
-                hashes.append(content_hash(blob))
-                bar.update(len(ids))
-        layout = ChunkLayout(
-            chunk_of=chunk_of,
-            offset=offset,
-            length=length,
-            chunk_keys=tuple(keys),
-            chunk_sizes=np.asarray(sizes, dtype=np.int64),
-            chunk_hashes=tuple(hashes),
+        layout = write_chunks(
+            manifest,
+            store,
+            tmp,
             chunk_size=chunk_size,
             shuffle_seed=seed,
-            manifest_identity=manifest.identity(),
+            progress=progress,
+            dataset=str(layout_path(local).parent),
         )
         # No layout may point at files while they are being replaced: drop it first.
         layout_path(local).unlink(missing_ok=True)
@@ -841,6 +976,8 @@ def pack_dataset(
 __all__ = [
     "CHUNKS_JSON",
     "CHUNK_DIR",
+    "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_SHUFFLE_SEED",
     "ChunkLayout",
     "IntArray",
     "check_chunk_size",
@@ -850,5 +987,8 @@ __all__ = [
     "load_layout",
     "member_mismatch",
     "pack_dataset",
+    "pack_order",
     "read_chunk",
+    "write_chunks",
+    "write_synced",
 ]

@@ -68,7 +68,7 @@ from hotset.errors import HotsetError, IntegrityError
 from hotset.samplers.base import EpochContext
 from hotset.sim.identification import top_precision
 from hotset.systems.base import System
-from hotset.systems.registry import build_system, capabilities_of
+from hotset.systems.registry import build_system, capabilities_of, resolve_system
 
 #: one intra-op thread: on a shared 2-core machine two threads spin against other
 #: processes (a tiny MLP step went from 0.5 ms to 70 ms), and a fixed count keeps
@@ -113,7 +113,14 @@ def run_live(
     the first: how many of the truly top 1% samples (a forward pass over all of
     them) the losses the sampler drew from rank there
     (:mod:`hotset.sim.identification`; it changes no decision and no modeled time).
+    ``system`` may be a spec, ``shade[coverage_floor=0.05]``: its options join
+    ``options`` (one given both ways is an error), and the result names the system
+    and lists every option under ``config``.
     """
+    choice = _auto_choice(system, dataset, options)
+    if choice is not None:
+        system = choice.system
+    system, options = resolve_system(system, options, source="options")
     _validate(
         system=system,
         cache_frac=cache_frac,
@@ -183,6 +190,8 @@ def run_live(
         "compute_ms_per_batch": compute_ms_per_batch,
         "options": dict(options or {}),
         "trained": bool(train),
+        # system="auto": what it picked and why (the loader's rule, the same facts)
+        "auto": None if choice is None else choice.describe(),
     }
     if not train:
         if sys_obj.capabilities.learns:
@@ -288,6 +297,19 @@ def _result(
 
 
 # -- pieces ---------------------------------------------------------------------
+
+
+def _auto_choice(system: str, dataset: str, options: dict[str, Any] | None) -> Any:
+    """What ``system="auto"`` picks for ``dataset``: the loader's own rule
+    (:func:`hotset.systems.auto.choose`), so the simulator decides as the loader would."""
+    from hotset.data.chunks import ChunkLayout
+    from hotset.systems.auto import choose, is_auto
+
+    if not is_auto(system):
+        return None
+    if options:
+        raise HotsetError(f"system 'auto' takes no options, got {options!r}; name the system")
+    return choose(packed="://" not in str(dataset) and ChunkLayout.exists(dataset))
 
 
 def _plan_future(system: System, epochs: int) -> list[IntArray] | None:

@@ -17,6 +17,7 @@ from hotset.engine.budget import Budget
 from hotset.errors import HotsetError
 from hotset.policies.registry import make_policy
 from hotset.systems.base import System, SystemSpec
+from hotset.systems.options import SystemOption
 
 
 def _builder(system_name: str, policy_name: str) -> Callable[..., System]:
@@ -96,3 +97,6 @@ SPECS: list[SystemSpec] = [
         "iCACHE §V-A 'Oracle'; Brand §5 'No-I/O'",
     ),
 ]
+
+#: none of them takes an option (``hotset.systems.options``)
+OPTIONS: dict[str, tuple[SystemOption, ...]] = {spec.name: () for spec in SPECS}

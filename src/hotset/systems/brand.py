@@ -14,6 +14,7 @@ opportunistic prefetch into a remote memory.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from hotset.engine.budget import Budget
@@ -22,6 +23,7 @@ from hotset.importance.table import ImportanceTable
 from hotset.policies.brand_ranks import BrandRanks
 from hotset.samplers.random import RandomSampler
 from hotset.systems.base import System, SystemSpec
+from hotset.systems.options import SystemOption, declare
 
 
 def build_brand(
@@ -66,3 +68,22 @@ SPECS: list[SystemSpec] = [
         build_brand,
     ),
 ]
+
+#: the defaults are ``build_brand``'s own keyword defaults (``hotset systems --options brand``)
+_DEFAULTS = {
+    key: param.default
+    for key, param in inspect.signature(build_brand).parameters.items()
+    if key in ("window", "remote_frac")
+}
+OPTIONS: dict[str, tuple[SystemOption, ...]] = {
+    "brand": declare(
+        _DEFAULTS,
+        {
+            "window": ("int", "a requester's next accesses an owner rank looks at to prefetch"),
+            "remote_frac": (
+                "number",
+                "share of a node's memory for files prefetched from other ranks (§5.4: 10%)",
+            ),
+        },
+    )
+}

@@ -35,6 +35,7 @@ from hotset.policies.icache_packed import PackedICache
 from hotset.policies.registry import make_policy
 from hotset.samplers.iis import BETA, REUSE_FACTOR, WARM_UP, WINDOW, IISSampler
 from hotset.systems.base import System, SystemSpec, with_defaults
+from hotset.systems.options import SystemOption, declare
 
 #: every option an icache system accepts, with the authors' values
 DEFAULTS: dict[str, Any] = {
@@ -135,3 +136,22 @@ SPECS: list[SystemSpec] = [
         _system("icache_static_pack", _icache(packaging="static")),
     ),
 ]
+
+#: what each option means and its type (``hotset systems --options icache``); the
+#: defaults are :data:`DEFAULTS`, the ones ``build`` uses
+OPTION_DOCS: dict[str, tuple[str, str]] = {
+    "beta": ("number", "a sample is kept with probability (its loss percentile) ** beta"),
+    "window": ("int", "the last losses a sample's percentile is taken among"),
+    "warm_up": ("int", "full epochs (every sample read) before IIS selects"),
+    "reuse_factor": ("int", "every reuse_factor-th epoch is a full epoch"),
+    "h_share": ("number", "top share of an epoch's planned ids, by importance, that is H"),
+    "h_start": ("number", "share of the budget the H-cache starts with (L gets the rest)"),
+    "lookahead": (
+        "bool",
+        "hold H residents the epoch still plans out of the heap (false: the paper's H rule)",
+    ),
+    "package_bytes": ("int", "bytes of a package the L-cache is loaded from"),
+}
+OPTIONS: dict[str, tuple[SystemOption, ...]] = {
+    spec.name: declare(DEFAULTS, OPTION_DOCS) for spec in SPECS
+}

@@ -30,6 +30,8 @@ from hotset.policies.impact import ImpactCache, ImpactHistoryCache, ImpactRealti
 from hotset.samplers.iis import BETA, WINDOW
 from hotset.samplers.impact import ImpactSampler
 from hotset.systems.base import System, SystemSpec, with_defaults
+from hotset.systems.icache import OPTION_DOCS as ICACHE_DOCS
+from hotset.systems.options import SystemOption, declare
 
 #: every option an impact system accepts, with the papers' values
 DEFAULTS: dict[str, Any] = {
@@ -101,3 +103,15 @@ SPECS: list[SystemSpec] = [
         _system("impact_realtime", ImpactRealtimeCache),
     ),
 ]
+
+#: what each option means and its type (``hotset systems --options impact``); the
+#: defaults are :data:`DEFAULTS`, the ones ``build`` uses
+_DOCS: dict[str, tuple[str, str]] = {
+    **{key: ICACHE_DOCS[key] for key in DEFAULTS if key in ICACHE_DOCS},
+    "s_share": ("number", "share of the cache the set S (samples re-evaluated) fills"),
+    "overlap": ("number", "share of ids two successive S' must share to end the warm-up"),
+    "max_warm_up": ("int", "the most warm-up epochs (full epochs) before S is fixed"),
+}
+OPTIONS: dict[str, tuple[SystemOption, ...]] = {
+    spec.name: declare(DEFAULTS, _DOCS) for spec in SPECS
+}

@@ -20,6 +20,10 @@ from hotset.importance.table import ImportanceTable
 from hotset.policies.quiver import Quiver
 from hotset.samplers.random import RandomSampler
 from hotset.systems.base import System, SystemSpec, with_defaults
+from hotset.systems.options import SystemOption, declare
+
+#: Quiver's options and their defaults (``hotset systems --options quiver``)
+DEFAULTS: dict[str, Any] = {"probe": 0, "evict_after_s": 30.0}
 
 
 def build_quiver(
@@ -33,7 +37,7 @@ def build_quiver(
     ``evict_after_s`` bounds how long a chunk one job released waits in a shared
     cache for slower jobs still using it (§5.1's forced eviction).
     """
-    opts = with_defaults("quiver", options, {"probe": 0, "evict_after_s": 30.0})
+    opts = with_defaults("quiver", options, DEFAULTS)
     return System(
         name="quiver",
         sampler=RandomSampler(n, seed=seed),
@@ -57,3 +61,19 @@ SPECS: list[SystemSpec] = [
         build_quiver,
     ),
 ]
+
+OPTIONS: dict[str, tuple[SystemOption, ...]] = {
+    "quiver": declare(
+        DEFAULTS,
+        {
+            "probe": (
+                "int",
+                "the job's first N batches skip the cache, to measure what it is worth (§5.3)",
+            ),
+            "evict_after_s": (
+                "number",
+                "seconds a chunk another job released waits in a shared cache for slower jobs",
+            ),
+        },
+    )
+}

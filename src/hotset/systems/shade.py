@@ -55,6 +55,7 @@ from hotset.policies.shade_variants import (
 )
 from hotset.samplers.pads import DEFAULT_COVERAGE_FLOOR, PADSSampler
 from hotset.systems.base import System, SystemSpec, with_defaults
+from hotset.systems.options import SystemOption, declare
 
 #: SHADE's defaults; every option a SHADE-family system accepts is listed here
 #: guards against training a subset (see hotset.samplers.pads): the coverage floor
@@ -228,3 +229,60 @@ SPECS: list[SystemSpec] = [
         _variant("emul_quiv", "emul_quiv", lambda b, s: SubstituteFromCache(b, seed=s), LossScorer),
     ),
 ]
+
+#: what each option means and its type (``hotset systems --options shade``); the
+#: defaults are the dicts above, the ones ``build`` uses
+_GUARD_DOCS: dict[str, tuple[str, str]] = {
+    "coverage_floor": (
+        "number",
+        "share of each rank's epoch given to the samples trained longest ago "
+        "(0: off, the paper's behaviour)",
+    ),
+    "anneal_from": (
+        "int|none",
+        "from this epoch on, uniform permutations of all ids (none: never)",
+    ),
+    "unbiased": ("bool", "give 1/(N p_i) loss weights through the loader's w"),
+    "guardrail": (
+        "number",
+        "share of each epoch drawn uniformly as a sentinel; an epoch falls back to uniform when "
+        "importance batches come out easier than it (0: off)",
+    ),
+    "guard_threshold": (
+        "number",
+        "how much easier than the sentinel importance batches may be before the guardrail "
+        "falls back",
+    ),
+}
+_VARIANT_DOCS: dict[str, tuple[str, str]] = {
+    "ls_init_frac": (
+        "number",
+        "smoothing added to every score after epoch 0, as a share of the first epoch's mean loss",
+    ),
+    **_GUARD_DOCS,
+}
+_SHADE_DOCS: dict[str, tuple[str, str]] = {
+    "rep_factor": (
+        "number",
+        "copies of each cached id in a rank's order (1, 1.5, 2, ...; the authors' scripts: 3)",
+    ),
+    "adaptive": (
+        "bool",
+        "repetitions follow the loss, shuffle epochs on a steep loss decline or stagnant "
+        "accuracy (false: the authors' fixed arithmetic)",
+    ),
+    "steep_decline": ("number", "relative loss decline that makes a shuffle epoch (adaptive)"),
+    "stagnant": ("number", "accuracy change per epoch within which the curve is stagnant"),
+    "aggressive": (
+        "blocks|head|none",
+        "aggressive mode: head (each rank trains the most-drawn head of its draw) or blocks "
+        "(contiguous blocks of the sorted global draw); none: head when adaptive, else blocks",
+    ),
+    **_VARIANT_DOCS,
+}
+OPTIONS: dict[str, tuple[SystemOption, ...]] = {
+    spec.name: declare(SHADE_DEFAULTS, _SHADE_DOCS)
+    if spec.name == "shade"
+    else declare(VARIANT_DEFAULTS, _VARIANT_DOCS)
+    for spec in SPECS
+}

@@ -23,6 +23,7 @@ checkpoints over them.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from dataclasses import dataclass
@@ -46,8 +47,10 @@ from hotset.engine.planner import Planner
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.storage.local import LocalStore
+from hotset.systems.auto import AUTO, Choice, choose
 from hotset.systems.base import System
 from hotset.torch.checks import check_budget, check_manifest_matches_store
+from hotset.torch.chunkpack import with_chunks
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BatchFetcher, identity_collate
 from hotset.torch.forksafe import start_method_name, worker_start_method
@@ -61,7 +64,7 @@ from hotset.torch.user import is_unhashed, unhashed_verify_error
 from hotset.torch.workers import WorkerInit
 from hotset.units import parse_budget
 
-__all__ = ["LoaderParts", "as_hotset_dataset", "build", "resolve_cache"]
+__all__ = ["LoaderParts", "as_hotset_dataset", "build", "resolve_auto", "resolve_cache"]
 
 #: cache specs that name the embedded shared-memory cache
 _EMBEDDED = ("memory", "shm")
@@ -75,6 +78,10 @@ class LoaderParts:
 
     #: the data set as a HotsetDataset (opened or wrapped from what the user gave)
     data: HotsetDataset
+    #: the options the parts were built with: ``system="auto"`` resolved to a system
+    options: LoaderOptions
+    #: what ``system="auto"`` picked and why; None when the user named the system
+    choice: Choice | None
     system: System
     rank: int
     world_size: int
@@ -114,6 +121,9 @@ class _Plan:
 def build(given: Any, options: LoaderOptions) -> LoaderParts:
     """Every part of a loader over ``given`` (a data set, a location or a user's Dataset)."""
     data = _adapt(given, options)
+    options, choice = resolve_auto(data, options)
+    # a chunk system's layout: the data set's own, or the loader's pack of it
+    data = with_chunks(data, options, stacklevel=4)
     rank, world_size = options.ranks()
     context, start_why = worker_start_method(
         options.multiprocessing_context, num_workers=options.num_workers
@@ -160,6 +170,8 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
     sampler = PlanSampler(planner, readahead, prefetcher, packages)
     return LoaderParts(
         data=data,
+        options=options,
+        choice=choice,
         system=plan.system,
         rank=rank,
         world_size=world_size,
@@ -177,6 +189,21 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
         worker_init=worker_init,
         dataloader=_dataloader(fetcher, sampler, options, context, worker_init),
     )
+
+
+def resolve_auto(
+    data: HotsetDataset, options: LoaderOptions
+) -> tuple[LoaderOptions, Choice | None]:
+    """``options`` with ``system="auto"`` replaced by the system it picks for ``data``."""
+    if options.system != AUTO:
+        return options, None
+    if options.system_options:
+        raise HotsetError(
+            "system_options without a system: auto picks the system, so name it to give it "
+            f"options, got {dict(options.system_options)!r}"
+        )
+    choice = choose(packed=data.layout is not None)
+    return dataclasses.replace(options, system=choice.system), choice
 
 
 # -- the data set -------------------------------------------------------------------

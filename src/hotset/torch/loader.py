@@ -131,6 +131,9 @@ class HotsetLoader(Checkpoints):
     def _adopt(self, parts: LoaderParts) -> None:
         """Hold the parts the builder assembled (hotset.torch.builder says what each is)."""
         self.data: HotsetDataset = parts.data
+        #: the options with ``system="auto"`` resolved; ``choice`` says what auto picked
+        self.options = parts.options
+        self.choice = parts.choice
         self.system: System = parts.system
         self.rank, self.world_size = parts.rank, parts.world_size
         self.multiprocessing_context = parts.multiprocessing_context
@@ -262,7 +265,8 @@ class HotsetLoader(Checkpoints):
         self._pending_val = float(accuracy)
 
     def summary(self) -> str:
-        """The report as a table to print: one line per epoch, what people read.
+        """The report as a table to print: the system as a spec with every option it was
+        given (``system quiver[probe=10]``), then one line per epoch, what people read.
 
         Hits next to coverage (distinct samples trained), the training loss and
         validation accuracy the loop gave (``update``, ``record_validation``),
@@ -270,9 +274,12 @@ class HotsetLoader(Checkpoints):
         """
         from hotset.torch.report import summary_table
 
-        return summary_table(
+        table = summary_table(
             self.report(), train_loss=self.system.train_loss, val_accuracy=self.system.val_accuracy
         )
+        if self.choice is not None:
+            return f"system {self.choice.describe()}\n{table}"
+        return f"system {self.options.system_spec}\n{table}"  # its options too
 
     def report(self) -> list[dict[str, Any]]:
         """One row per epoch (the current one too): counts, stall and throughput."""

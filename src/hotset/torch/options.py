@@ -125,7 +125,17 @@ class LoaderOptions:
     """
 
     system: str = field(
-        default="lru", metadata=_doc("the hotset System that orders and caches (`hotset systems`).")
+        default="auto",
+        metadata=_doc(
+            """
+            the hotset System that orders and caches (`hotset systems`), with options if any:
+            ``"quiver[probe=10]"`` (`hotset systems --options quiver` lists them). Held as the
+            bare name once checked, its options merged into ``system_options``. ``"auto"``
+            (the default) picks one when the loader is built: quiver on a data set packed
+            into chunks, minio otherwise (:mod:`hotset.systems.auto`; ``summary()`` says
+            which and why).
+            """
+        ),
     )
     cache: str | int | float | list[str] | None = field(
         default=None,
@@ -203,7 +213,12 @@ class LoaderOptions:
     )
     system_options: Mapping[str, Any] | None = field(
         default=None,
-        metadata=_doc("options of the system, by name (``hotset systems`` lists them)."),
+        metadata=_doc(
+            """
+            options of the system, by name (``hotset systems --options NAME`` lists them), beside
+            those of a ``system="NAME[option=value]"`` spec; an option given both ways is an error.
+            """
+        ),
     )
     namespace: str | None = field(
         default=None,
@@ -237,6 +252,19 @@ class LoaderOptions:
             """
             where iCACHE/ImPACT write their packages, a local directory created if missing; the data
             store by default, which must then be writable.
+            """
+        ),
+    )
+    pack_dir: str | os.PathLike[str] | None = field(
+        default=None,
+        metadata=_doc(
+            """
+            where a data set without a chunk layout is packed, once, for a system that reads whole
+            chunks (Brand): a local directory, created if missing, holding one pack per data set
+            named by its manifest identity, which later loaders find again;
+            ``$XDG_CACHE_HOME/hotset/packs`` (``~/.cache/hotset/packs``) when left out. Given, Quiver
+            packs an unpacked set there too (it reads one sample per request otherwise). A data set
+            packed in place (``hotset data pack``) is read as it is (:mod:`hotset.data.packdir`).
             """
         ),
     )
@@ -318,7 +346,6 @@ class LoaderOptions:
             )
         self._set("lease_ttl_s", _check_lease_ttl(self.lease_ttl_s))
         self._check_store_and_paths()
-        _check_system_options(self.system_options)
         _check_callable("worker_init_fn", self.worker_init_fn)
         _check_context(self.multiprocessing_context)
         self._check_workers()
@@ -328,12 +355,33 @@ class LoaderOptions:
         object.__setattr__(self, name, value)  # frozen: only __post_init__ writes
 
     def _check_callables_and_system(self) -> None:
-        from hotset.systems.registry import get_spec
+        """``system`` as a name and ``system_options`` as every option, the spec's too.
+
+        ``system="quiver[probe=10]"`` and ``system_options={"probe": 10}`` build the
+        same system; one option given both ways is an error naming it
+        (:func:`hotset.systems.registry.resolve_system`, the one parser).
+        """
+        from hotset.systems.registry import resolve_system
 
         _check_callable("collate_fn", self.collate_fn)
         if not isinstance(self.system, str):
             raise HotsetError(f"system must be a system name (a string), got {self.system!r:.80}")
-        get_spec(self.system)  # unknown name -> HotsetError listing the known ones
+        _check_system_options(self.system_options)
+        from hotset.systems.auto import is_auto
+
+        if is_auto(self.system):  # resolved by the builder, which sees the data set
+            self._set("system", "auto")
+            return
+        name, options = resolve_system(self.system, self.system_options)
+        self._set("system", name)
+        self._set("system_options", options)
+
+    @property
+    def system_spec(self) -> str:
+        """The system with its options, as a spec: ``quiver[probe=10]``."""
+        from hotset.systems.registry import format_system
+
+        return format_system(self.system, self.system_options)
 
     def _check_store_and_paths(self) -> None:
         if not isinstance(self.check_store, str):
@@ -344,6 +392,8 @@ class LoaderOptions:
             )
         if self.package_dir is not None and not isinstance(self.package_dir, str | os.PathLike):
             raise HotsetError(f"package_dir must be a directory path, got {self.package_dir!r:.80}")
+        if self.pack_dir is not None and not isinstance(self.pack_dir, str | os.PathLike):
+            raise HotsetError(f"pack_dir must be a directory path, got {self.pack_dir!r:.80}")
         if self.readahead_bytes is not None:
             self._set("readahead_bytes", parse_bytes(self.readahead_bytes, name="readahead_bytes"))
 

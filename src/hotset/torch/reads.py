@@ -158,10 +158,16 @@ class StoreReader:
         key = layout.chunk_keys[unit]
         if isinstance(layout, PackageFiles):  # describes itself: its members are checked
             return (layout.store or self.store).read(key)
-        data = self.store.read(key)
+        # a pack the loader made lies in a store of its own (hotset.data.packdir)
+        data = (getattr(layout, "store", None) or self.store).read(key)
         want, digest = int(layout.chunk_sizes[unit]), layout.chunk_hashes[unit]
         if self.verify or len(data) != want:
-            self._check_bytes(f"{key!r} (unit {unit})", data, want, digest, "the layout")
+            try:
+                self._check_bytes(f"{key!r} (unit {unit})", data, want, digest, "the layout")
+            except IntegrityError as exc:
+                if not isinstance(layout, ChunkLayout):
+                    raise
+                raise IntegrityError(f"{exc}; {layout.repack_advice()}") from None
         return data
 
     def split_read(self, unit: int, data: bytes) -> tuple[dict[int, bytes], bool]:

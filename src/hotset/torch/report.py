@@ -194,7 +194,7 @@ def summary_table(
             cells.append("-" if value is None else fmt.format(value))
         body.append(cells)
     heads = [h for h, _, _ in _SUMMARY_COLUMNS]
-    widths = [max(len(h), *(len(r[j]) for r in body)) for j, h in enumerate(heads)]
+    widths = [max([len(h), *(len(r[j]) for r in body)]) for j, h in enumerate(heads)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in body]
     if not body:
