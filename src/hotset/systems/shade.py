@@ -235,8 +235,8 @@ SPECS: list[SystemSpec] = [
 _GUARD_DOCS: dict[str, tuple[str, str]] = {
     "coverage_floor": (
         "number",
-        "share of each rank's epoch given to the samples trained longest ago "
-        "(0: off, the paper's behaviour)",
+        "share of each rank's epoch given to the samples trained longest ago; every sample is "
+        "then trained at least once every ceil(1/share) epochs (0: off, the paper's behaviour)",
     ),
     "anneal_from": (
         "int|none",
