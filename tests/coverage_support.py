@@ -69,8 +69,9 @@ def longest_gap(trained: list[Ids], n: int) -> int:
 
 
 def orders_digest(name: str, **options: object) -> str:
-    """sha256 of the orders of 8 epochs of ``name`` over 300 samples at 40% cache, seed 5."""
-    orders, _ = drive(name, n=300, cache_frac=0.4, epochs=8, seed=5, **options)
+    """sha256 of the orders of 14 epochs of ``name`` over 300 samples at 40% cache, seed 5
+    (more than a 10-epoch coverage window, so that a guard has had to act)."""
+    orders, _ = drive(name, n=300, cache_frac=0.4, epochs=14, seed=5, **options)
     digest = hashlib.sha256()
     for order in orders:
         digest.update(np.asarray(order, dtype="<i8").tobytes())
@@ -83,7 +84,16 @@ PINNED: tuple[tuple[str, dict[str, object]], ...] = (
     ("shade", {"adaptive": False}),
     ("sh_app", {}),
     ("emul_quiv", {}),
+    # a window below n and a steep beta, so that the selection drops easy ids for long
+    ("impact", {"window": 16, "beta": 3.0}),
 )
+#: the option that gives each family the paper's behaviour
+OPT_OUT: dict[str, dict[str, object]] = {"impact": {"coverage_epochs": 0}}
+
+
+def opt_out(name: str) -> dict[str, object]:
+    """``{"coverage_floor": 0}`` for a SHADE-family system, ``{"coverage_epochs": 0}`` for ImPACT's."""
+    return OPT_OUT.get(name.split("_")[0], {"coverage_floor": 0})
 
 
 if __name__ == "__main__":

@@ -1,5 +1,9 @@
-"""SHADE's default coverage floor: no frozen subset at any cache size, and the paper's
-behaviour, order for order, with ``coverage_floor=0``."""
+"""The coverage defaults of the systems that draw by importance: SHADE's floor and
+ImPACT's coverage window leave no sample untrained for 10 epochs at any cache size,
+and ``coverage_floor=0`` / ``coverage_epochs=0`` give the papers' orders exactly.
+
+iCACHE needs no default: its periodic full epochs (every ``reuse_factor`` = 3 after
+the warm-up) already ask for every sample (tests/samplers/test_iis.py)."""
 
 from __future__ import annotations
 
@@ -10,27 +14,37 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coverage_support import PINNED, drive, longest_gap, orders_digest, skewed_losses
+from coverage_support import PINNED, drive, longest_gap, opt_out, orders_digest, skewed_losses
 from hotset.policies.base import Budget
 from hotset.samplers.base import EpochContext
+from hotset.samplers.iis import IISSampler
 from hotset.samplers.pads import PADSSampler
-from hotset.systems.registry import build_system
+from hotset.systems.impact import OPTIONS as IMPACT_OPTIONS
+from hotset.systems.registry import build_system, capabilities_of
 from hotset.systems.shade import OPTIONS, SPECS
 
-#: docs/systems/shade.md: by default every sample is trained at least once every 10 epochs
+#: docs/systems/shade.md, impact.md: by default every sample is trained at least once
+#: every 10 epochs
 WINDOW = 10
-PADS_SYSTEMS = [spec.name for spec in SPECS]
+#: the PADS systems whose cache serves what is asked for; emul_quiv substitutes, so a
+#: floor id may be served by another sample and stay the stalest, taking a floor slot
+#: again: the floor then bounds nothing (docs/systems/shade.md)
+PADS_SYSTEMS = [spec.name for spec in SPECS if not capabilities_of(spec.name).substitutes]
+IMPACT_SYSTEMS = ["impact", "impact_history"]
 
 #: sha256 of :func:`coverage_support.orders_digest` for each :data:`PINNED` entry, computed
 #: on commit 0a865d7 (before the default floor), where these systems' defaults were the
 #: paper's behaviour: ``python tests/coverage_support.py`` on that tree
 PAPER_ORDERS = {
-    ("shade", ()): "9e777b67eba50308147df3b7b5b2384e0bdabcc7246364eec7812ef12c34a7bc",
+    ("shade", ()): "db7f4a21ce2523683f5961d6f06448f85e0e41cd991af09d5680fd3d0d040391",
     ("shade", (("adaptive", False),)): (
-        "ec62d61f8a0e955336c9420f5d13b0f27da4af587c2adb77c075bfff4c312758"
+        "a67623547caf54cc264f58139f177d8f7f5e1051141f3e7909ed469405b54dcd"
     ),
-    ("sh_app", ()): "3237affb4eb2c787b309b5c4034a76563ea990c4871c362c8a40f4e24e0255e2",
-    ("emul_quiv", ()): "4cbbf66e61f6443bb4688543ae3e2652e529f989319fc8ac63001baf7012bac8",
+    ("sh_app", ()): "5745dbbbbba46008d201b2b92c1aedb65d447b87b54466a90bd1ffc549e2fedd",
+    ("emul_quiv", ()): "6ef924dd5e660b09e36b00a2dcb3b55494cbd8258342fe1903f2440ab2f12681",
+    ("impact", (("window", 16), ("beta", 3.0))): (
+        "8651a6d921902b957c0aa765d2d803eb38956e9ecd6769f37c5f88bb6212e854"
+    ),
 }
 
 
@@ -46,6 +60,22 @@ def test_by_default_every_id_is_trained_in_every_window_of_k_epochs(
 ) -> None:
     _, trained = drive(name, n=n, cache_frac=cache_frac, epochs=2 * WINDOW + 1, seed=seed)
     assert longest_gap(trained, n) <= WINDOW - 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    name=st.sampled_from(IMPACT_SYSTEMS),
+    cache_frac=st.floats(0.1, 0.6),
+    n=st.integers(40, 240),
+    seed=st.integers(0, 2**16),
+)
+def test_by_default_impact_asks_for_every_id_in_every_window_of_k_epochs(
+    name: str, cache_frac: float, n: int, seed: int
+) -> None:
+    # window=16 < n: ImPACT's selection drops samples (with 1,024 it keeps all of these)
+    orders, _ = drive(name, n=n, cache_frac=cache_frac, epochs=2 * WINDOW + 1, seed=seed, window=16)
+    # asked for: iCACHE's L-cache, which ImPACT uses, may serve another sample in its place
+    assert longest_gap(orders, n) <= WINDOW - 1
 
 
 def test_the_paper_behaviour_freezes_on_a_subset_where_the_default_does_not() -> None:
@@ -97,11 +127,9 @@ def test_the_default_floor_covers_every_window_across_ranks_over_a_frozen_cache(
 
 
 @pytest.mark.parametrize(("name", "options"), PINNED)
-def test_coverage_floor_0_gives_the_papers_orders_exactly(
-    name: str, options: dict[str, object]
-) -> None:
+def test_opting_out_gives_the_papers_orders_exactly(name: str, options: dict[str, object]) -> None:
     paper = PAPER_ORDERS[(name, tuple(options.items()))]
-    assert orders_digest(name, coverage_floor=0, **options) == paper
+    assert orders_digest(name, **opt_out(name), **options) == paper
     assert orders_digest(name, **options) != paper  # the default is no longer the paper's
 
 
@@ -121,3 +149,11 @@ def test_the_default_is_shown_where_users_look() -> None:
         "(coverage_floor=0 is the paper's behaviour)"
     )
     assert off.guard_note() is None and off.coverage_window() is None
+    impact = {o.name: o for o in IMPACT_OPTIONS["impact"]}["coverage_epochs"]
+    assert impact.default == WINDOW and "paper's behaviour" in impact.meaning
+    sampler = build_system("impact", n=50, budget=budget, seed=0).sampler
+    assert isinstance(sampler, IISSampler)
+    assert sampler.guard_note() == (
+        "coverage_epochs=10: every sample asked for at least once every 10 epochs "
+        "(coverage_epochs=0 is the paper's behaviour)"
+    )
