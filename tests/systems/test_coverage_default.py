@@ -72,8 +72,12 @@ def test_by_default_every_id_is_trained_in_every_window_of_k_epochs(
 def test_by_default_impact_asks_for_every_id_in_every_window_of_k_epochs(
     name: str, cache_frac: float, n: int, seed: int
 ) -> None:
-    # window=16 < n: ImPACT's selection drops samples (with 1,024 it keeps all of these)
-    orders, _ = drive(name, n=n, cache_frac=cache_frac, epochs=2 * WINDOW + 1, seed=seed, window=16)
+    # window=16 < n: ImPACT's selection drops samples (with 1,024 it keeps all of these);
+    # beta=3: the easiest are kept with probability ~(1/16)**3, which the paper's rule
+    # then leaves unread for long stretches
+    orders, _ = drive(
+        name, n=n, cache_frac=cache_frac, epochs=2 * WINDOW + 1, seed=seed, window=16, beta=3.0
+    )
     # asked for: iCACHE's L-cache, which ImPACT uses, may serve another sample in its place
     assert longest_gap(orders, n) <= WINDOW - 1
 
