@@ -23,7 +23,8 @@ def main() -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     data = hotset.open_dataset(root, decode="bytes")
     served = []
-    with hotset.loader(data, system=system, cache="30%", batch_size=16, seed=5) as loader:
+    # 40%: split between up to 4 ranks on this node, each share still holds a batch of 16
+    with hotset.loader(data, system=system, cache="40%", batch_size=16, seed=5) as loader:
         assert (loader.rank, loader.world_size) == (rank, world)  # taken from the group
         for epoch in range(epochs + 1):
             loader.set_epoch(epoch)

@@ -383,6 +383,7 @@ def run(
     total += simulate * len(workloads) * len(fracs) * len(seeds) * len(set(systems) | {"pytorch"})
     bar = _bar(total, progress)
     measured = reused_measured or []
+    load_before = _load_average()
     if measure:
         measured = _measure_all(
             stores, paths, systems=systems, fracs=fracs, repeats=repeats, epochs=epochs,
@@ -396,11 +397,24 @@ def run(
                 store=stores[presets[0]], step_ms=step_ms, tick=bar(f"simulated {workload}"),
             )  # fmt: skip
             accuracy += [r | {"workload": workload} for r in runs]
-    return _result(
+    result = _result(
         measured, accuracy, stores=stores, paths=paths, sim_paths=sim_paths, systems=systems,
         fracs=fracs, repeats=repeats, epochs=epochs, workers=workers, batch_size=batch_size,
         step_ms=step_ms, seeds=seeds, sim_epochs=sim_epochs,
     )  # fmt: skip
+    # how busy the machine was: the ratios are taken within a group, but a machine whose
+    # cores are all taken slows the CPU-bound rows (no-I/O, cache hits) more than torch's
+    result["params"]["load_average_1min"] = {"start": load_before, "end": _load_average()}
+    return result
+
+
+def _load_average() -> float | None:
+    import os
+
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:  # pragma: no cover - not on every platform
+        return None
 
 
 def _measure_all(

@@ -61,6 +61,8 @@ def _rank_main(rank: int, job: dict[str, Any]) -> None:
             cache=job["cache"],
             cache_bytes=job["cache_bytes"],
             namespace=job["namespace"],
+            # "private" stands for one node per rank: a cache of its own each
+            cache_scope="rank",
             batch_size=job["batch_size"],
             seed=job["seed"],
             check_store="off",

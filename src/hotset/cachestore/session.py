@@ -26,9 +26,13 @@ content (other file names, other ids) share entries. The ``@content`` suffix
 keeps such a namespace apart from the id-keyed ``sweep-1@<identity>`` ones: the
 two key schemes never meet in one namespace.
 
-The embedded shared-memory cache is private to one loader by construction (a
-new segment per cache) and needs none of this: its session holds no lease, and
-a sharing key with it is an error (:func:`check_share_backend`), never ignored.
+The embedded shared-memory cache needs none of this: its session holds no lease,
+and a sharing key with it is an error (:func:`check_share_backend`), never
+ignored. It is private to one loader, or, given a :class:`~hotset.cachestore.shm_node.NodeShare`
+(the local ranks of a job under torch.distributed), one segment that those
+ranks share with one budget (``node``): each rank's loader then looks in it
+for its planned misses, as in a shared namespace (``pooled``), and leaves it
+to the others when it closes (:mod:`hotset.cachestore.shm_members`).
 
 A Redis session also asks the server, once, whether it evicts keys on its own
 (:mod:`hotset.cachestore.redis_eviction`) and warns if so.
@@ -51,6 +55,7 @@ from hotset.cachestore.registry import open_cache, parse_cache_spec
 from hotset.errors import HotsetError
 
 if TYPE_CHECKING:
+    from hotset.cachestore.shm_node import NodeShare
     from hotset.data.digest import Digest
 
 __all__ = [
@@ -83,14 +88,15 @@ def check_share_key(share: object) -> str | None:
 def check_share_backend(share: str | None, spec: str | Sequence[str]) -> None:
     """Refuse a sharing key with the embedded cache, which has no namespaces to share.
 
-    The shared-memory cache is a new segment per loader: ``namespace="sweep"``
-    there would share nothing and change nothing, so a user who asked for it
+    The shared-memory cache is a new segment per loader (per node under several
+    ranks, for that job's ranks alone): ``namespace="sweep"`` there would share
+    nothing with other jobs, so a user who asked for it
     learns it at once instead of believing jobs share a warm cache.
     """
     if share is not None and parse_cache_spec(spec) == "memory":
         raise HotsetError(
             f"namespace={share!r} shares a Redis namespace between jobs, but the cache is "
-            "the embedded shared-memory one, private to this loader: give a Redis cache "
+            "the embedded shared-memory one, which no other job can join: give a Redis cache "
             "(cache='redis://host:6379/0', cache_bytes=...) or leave out namespace"
         )
 
@@ -127,6 +133,15 @@ class CacheSession:
     lease: Lease | None = None
     #: abandoned namespaces this session's start removed from the server
     collected: int = 0
+    #: the embedded cache of this node, shared by the job's local ranks
+    node: bool = False
+
+    @property
+    def pooled(self) -> bool:
+        """Other loaders write this cache too (other jobs on a shared namespace, other
+        ranks on a node's cache): look in it before storage, and count a put refused
+        over budget instead of raising it."""
+        return self.shared or self.node
 
     @classmethod
     def open(
@@ -140,12 +155,15 @@ class CacheSession:
         rank: int,
         lease_ttl_s: float = LEASE_TTL_S,
         digest: Digest | None = None,
+        node: NodeShare | None = None,
         **cache_options: Any,
     ) -> CacheSession:
         check_share_backend(share, spec)
         namespace = namespace_for(
             share=share, dataset_id=dataset_id, rank=rank, content_addressed=digest is not None
         )
+        if node is not None and parse_cache_spec(spec) == "memory":
+            return cls._on_node(node, capacity_bytes, n_slots, namespace, digest, cache_options)
         cache = open_cache(
             spec,
             capacity_bytes=capacity_bytes,
@@ -192,13 +210,33 @@ class CacheSession:
             raise
         return session
 
+    @classmethod
+    def _on_node(
+        cls,
+        node: NodeShare,
+        capacity_bytes: int,
+        n_slots: int,
+        namespace: str,
+        digest: Digest | None,
+        cache_options: dict[str, Any],
+    ) -> CacheSession:
+        """The session of a rank on its node's embedded cache (created or joined)."""
+        if digest is not None:
+            raise HotsetError(
+                "a digest with the embedded cache: content-addressed sharing is for Redis "
+                "namespaces (cache='redis://host:port/0', cache_bytes=..., namespace=...); "
+                "leave out digest"
+            )
+        cache = node.open(capacity_bytes, n_slots, verify=bool(cache_options.get("verify")))
+        return cls(cache=cache, namespace=namespace, shared=False, node=True)
+
     def close(self) -> None:
         """Release the lease; drop a private namespace. Best effort: never raises."""
         client = getattr(self.cache, "client", None)
         if self.lease is not None:
             with contextlib.suppress(Exception):
                 self.lease.release()
-        if not self.shared:
+        if not (self.shared or self.node):  # a node's cache: the other ranks read it
             # A server that is down keeps the keys; the next job's start (or
             # `hotset cache gc --redis URL`) collects them once the lease lapsed.
             with contextlib.suppress(Exception):

@@ -21,7 +21,10 @@ between epochs; the segment outlives them and is unlinked by its owner at
   writer died mid-write, and the owner's unlink on SIGTERM;
 * :mod:`~hotset.cachestore.shm_gc`: owner identity, and reclaiming segments
   whose owner was SIGKILLed (every new owning cache runs it first; ``hotset
-  cache gc`` does the same by hand).
+  cache gc`` does the same by hand);
+* :mod:`~hotset.cachestore.shm_members`: a node's cache, which the local ranks
+  of a job share (``members=`` at creation, :meth:`SharedMemoryCache.join` for
+  the other ranks): it belongs to its members, and the last one out unlinks it.
 
 This module keeps what a cache promises: the byte budget (a put that would pass
 ``capacity_bytes`` is refused and changes nothing), per-handle stats, and the
@@ -63,7 +66,8 @@ from hotset.cachestore.shm_layout import (
     index_overhead_bytes,
 )
 from hotset.cachestore.shm_liveness import install_sigterm_cleanup, process_lock, write_lock
-from hotset.cachestore.shm_segment import Segment, create_segment, open_segment
+from hotset.cachestore.shm_members import JOIN_TIMEOUT_S, attach_member, become_member, leave
+from hotset.cachestore.shm_segment import Identity, Segment, create_segment, open_segment
 from hotset.errors import HotsetError
 
 __all__ = ["DEFAULT_ARENA_SLACK", "SharedMemoryCache", "index_overhead_bytes"]
@@ -71,8 +75,29 @@ __all__ = ["DEFAULT_ARENA_SLACK", "SharedMemoryCache", "index_overhead_bytes"]
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
 
 
-def _attach_pickled(name: str, verify: bool) -> SharedMemoryCache:
-    return SharedMemoryCache(name=name, create=False, verify=verify)
+def _check_name(name: object) -> None:
+    if name is not None and (not isinstance(name, str) or not _NAME_PATTERN.match(name)):
+        raise HotsetError(f"shared-memory cache name must be 1-200 of [A-Za-z0-9_.-], got {name!r}")
+
+
+def _attach_pickled(name: str, verify: bool, node: bool = False) -> SharedMemoryCache:
+    return SharedMemoryCache(name=name, create=False, verify=verify, node=node)
+
+
+def _release(seg: Segment) -> None:
+    """The finalizer: a member leaves (the last one out unlinks), then unmap.
+
+    Closing a descriptor drops this process's record locks, so the mapping is
+    released under the process lock: never in the middle of this process's write.
+    """
+    last = False
+    if seg.member_pid == os.getpid() and not seg.closed:
+        with contextlib.suppress(Exception):  # at exit: nothing to report to
+            last = leave(seg)
+    with process_lock(seg.name):
+        seg.release()
+    if last:
+        seg.unlink_node()
 
 
 class SharedMemoryCache:
@@ -81,6 +106,11 @@ class SharedMemoryCache:
     ``n_slots`` is the dataset size: sample ids ``0 .. n_slots - 1`` each have
     one slot. With ``create=False`` the cache attaches to the segment ``name``
     and reads capacity and slot count from its header (values given must match).
+
+    ``members`` (identities, this process's among them) creates a node's cache
+    that the local ranks of a job share; the other ranks attach with
+    :meth:`join`. ``node=True`` attaches to one without being a member (a rank's
+    DataLoader worker).
     """
 
     def __init__(
@@ -92,23 +122,58 @@ class SharedMemoryCache:
         create: bool = True,
         verify: bool = False,
         arena_slack: float = DEFAULT_ARENA_SLACK,
+        members: Sequence[Identity] = (),
+        node: bool = False,
     ) -> None:
-        if name is not None and (not isinstance(name, str) or not _NAME_PATTERN.match(name)):
-            raise HotsetError(
-                f"shared-memory cache name must be 1-200 of [A-Za-z0-9_.-], got {name!r}"
-            )
-        self._verify = bool(verify)
-        self._stats = CacheStatsCounter()
+        _check_name(name)
         if create:
-            seg = create_segment(capacity_bytes, n_slots, name, arena_slack)
+            seg = create_segment(capacity_bytes, n_slots, name, arena_slack, members)
+            if members:
+                try:
+                    become_member(seg)
+                except BaseException:
+                    seg.release()
+                    seg.unlink_node()
+                    raise
         else:
             if name is None:
                 raise HotsetError("shared-memory cache: create=False needs the segment name")
-            seg = open_segment(name, capacity_bytes, n_slots)
+            seg = open_segment(name, capacity_bytes, n_slots, node=node)
+        self._adopt(seg, verify)
+
+    @classmethod
+    def join(
+        cls,
+        name: str,
+        *,
+        capacity_bytes: int,
+        n_slots: int,
+        creator: Identity,
+        verify: bool = False,
+        timeout_s: float = JOIN_TIMEOUT_S,
+    ) -> SharedMemoryCache:
+        """Attach to the node's cache ``name`` as one of its members, once ``creator``
+        has made it (:func:`~hotset.cachestore.shm_members.attach_member`)."""
+        _check_name(name)
+        seg = attach_member(
+            name,
+            capacity_bytes=capacity_bytes,
+            n_slots=n_slots,
+            creator=creator,
+            timeout_s=timeout_s,
+        )
+        cache = cls.__new__(cls)
+        cache._adopt(seg, verify)
+        return cache
+
+    def _adopt(self, seg: Segment, verify: bool) -> None:
+        """Serve from ``seg``; its owner or members unlink it on SIGTERM too."""
+        self._verify = bool(verify)
+        self._stats = CacheStatsCounter()
         self._seg = seg
         self._capacity = int(seg.header[H_CAPACITY])
-        self._finalizer = weakref.finalize(self, seg.release)
-        if create:
+        self._finalizer = weakref.finalize(self, _release, seg)
+        if seg.owner_pid == os.getpid() or seg.member_pid == os.getpid():
             install_sigterm_cleanup()
 
     # -- identity ---------------------------------------------------------------
@@ -138,12 +203,23 @@ class SharedMemoryCache:
 
     @property
     def is_owner(self) -> bool:
-        """True in the process that created the segment (it unlinks at close)."""
+        """True in the process that created the segment (it unlinks at close); a node's
+        cache has no owner but members (:attr:`is_member`)."""
         return self._seg.owner_pid == os.getpid()
 
-    def __reduce__(self) -> tuple[Any, tuple[str, bool]]:
+    @property
+    def is_member(self) -> bool:
+        """True in a rank sharing this node's cache (it leaves at close; the last unlinks)."""
+        return self._seg.member_pid == os.getpid()
+
+    @property
+    def node(self) -> bool:
+        """Whether this is a node's cache, shared by the local ranks of a job."""
+        return self._seg.node
+
+    def __reduce__(self) -> tuple[Any, tuple[str, bool, bool]]:
         # Pickling (spawned DataLoader workers) carries the name; the child attaches.
-        return (_attach_pickled, (self.name, self._verify))
+        return (_attach_pickled, (self.name, self._verify, self._seg.node))
 
     def __repr__(self) -> str:
         state = "closed" if self._seg.closed else f"{self.used_bytes()} bytes used"
@@ -263,10 +339,8 @@ class SharedMemoryCache:
         self.clear()
 
     def close(self) -> None:
-        """Detach; the owning process also unlinks the segment. Safe to call twice."""
-        seg = self._seg
-        if seg.closed:
+        """Detach; the owning process also unlinks the segment, and so does the last
+        member of a node's cache. Safe to call twice."""
+        if self._seg.closed:
             return
-        # Closing a descriptor drops this process's record locks: never mid-write.
-        with process_lock(seg.name):
-            self._finalizer()
+        self._finalizer()

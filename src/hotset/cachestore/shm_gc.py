@@ -25,6 +25,11 @@ recognised; and in header words 10-12 (u64 pid, start, pidns), so a segment
 created with a caller-chosen ``name=`` still says who owns it (such segments
 are not scanned automatically, see below). The header wins where both exist.
 
+A segment the local ranks of a job share (:mod:`hotset.cachestore.shm_members`)
+outlives its creator: it lists its members (the ranks' identities) after its
+arena, and belongs to them, not to the creator. It is alive while any member
+is, and *dead* only once every member is; its name still names the creator.
+
 What is touched. Scans look only at regular files in ``/dev/shm`` whose name
 starts with ``hotset_``. A segment is reclaimed only when its owner is *dead*:
 the pid does not exist, is a zombie, or now belongs to a process with another
@@ -47,13 +52,22 @@ import stat
 import struct
 from dataclasses import dataclass
 
-from hotset.cachestore.shm_layout import H_OWNER_PID, MAGIC
+from hotset.cachestore.shm_layout import (
+    H_CLOSED,
+    H_MEMBERS,
+    H_MEMBERS_CAP,
+    H_OWNER_PID,
+    HEADER_BYTES,
+    MAGIC,
+    MEMBER_BYTES,
+)
 from hotset.liveness import OwnerState, owner_identity, owner_state, process_start_time
 
 __all__ = [
     "SHM_DIR",
     "SegmentInfo",
     "list_segments",
+    "members_state",
     "owner_identity",
     "owner_state",
     "process_start_time",
@@ -69,6 +83,9 @@ SEGMENT_PREFIX = "hotset_"
 HEADER_MAGIC = MAGIC
 HEADER_OWNER_WORD = H_OWNER_PID
 _OWNER = struct.Struct("<3Q")
+_U64 = struct.Struct("<Q")
+#: more members than any node holds ranks: a header claiming more is not trusted
+_MAX_MEMBERS = 1 << 16
 _NAME_OWNER = re.compile(r"^hotset_(\d{1,10})_(\d{1,20})_(\d{1,20})_[0-9a-f]+$")
 
 
@@ -91,22 +108,54 @@ def segment_name(token: str) -> str:
     return f"{SEGMENT_PREFIX}{pid}_{start}_{pidns}_{token}"
 
 
-def _read_header_owner(path: str) -> tuple[int, int, int] | None:
-    """Owner words of a hotset header, or None when absent (short file, no magic, unset)."""
+Identity = tuple[int, int, int]
+
+
+def _read_header_owner(path: str) -> tuple[Identity | None, list[Identity] | None]:
+    """The owner words of a hotset header (None when absent: short file, no magic,
+    unset) and, for a node's cache, its current members (None: no member table)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return None
+        return None, None
     try:
-        head = os.pread(fd, 8 * (HEADER_OWNER_WORD + 3), 0)
+        head = os.pread(fd, HEADER_BYTES, 0)
+        if len(head) < HEADER_BYTES or not head.startswith(HEADER_MAGIC):
+            return None, None
+        owner: Identity | None = _OWNER.unpack_from(head, 8 * HEADER_OWNER_WORD)
+        words = [_U64.unpack_from(head, 8 * w)[0] for w in (H_MEMBERS, H_MEMBERS_CAP, H_CLOSED)]
+        members = _read_members(fd, *words)
     except OSError:
-        return None
+        return None, None
     finally:
         os.close(fd)
-    if len(head) < 8 * (HEADER_OWNER_WORD + 3) or not head.startswith(HEADER_MAGIC):
+    return (owner if owner and owner[0] else None), members
+
+
+def _read_members(fd: int, offset: int, count: int, closed: int) -> list[Identity] | None:
+    """The members still in the table (pid set), [] once closed; None without a table."""
+    if offset == 0 or count == 0 or count > _MAX_MEMBERS:
         return None
-    owner = _OWNER.unpack_from(head, 8 * HEADER_OWNER_WORD)
-    return owner if owner[0] else None
+    if closed:
+        return []
+    raw = os.pread(fd, MEMBER_BYTES * count, offset)
+    ends = range(0, len(raw) - MEMBER_BYTES + 1, MEMBER_BYTES)
+    entries: list[Identity] = [_OWNER.unpack_from(raw, i) for i in ends]
+    return [e for e in entries if e[0]]
+
+
+def members_state(members: list[Identity]) -> tuple[OwnerState, str]:
+    """Whether a node's cache still has a rank that may use it: alive while any
+    member is, unknown while any may be, dead once all are (or all left)."""
+    if not members:
+        return "dead", "every rank left"
+    states = [owner_state(*m)[0] for m in members]
+    alive = states.count("alive")
+    if alive:
+        return "alive", f"{alive} of its {len(members)} ranks running"
+    if "unknown" in states:
+        return "unknown", "a rank in another pid namespace"
+    return "dead", f"its {len(members)} ranks exited"
 
 
 def segment_info(name: str, shm_dir: str = SHM_DIR) -> SegmentInfo | None:
@@ -120,14 +169,15 @@ def segment_info(name: str, shm_dir: str = SHM_DIR) -> SegmentInfo | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    owner = _read_header_owner(path)
+    owner, members = _read_header_owner(path)
     if owner is None:
         match = _NAME_OWNER.match(name)
         if match is not None:
             owner = (int(match[1]), int(match[2]), int(match[3]))
     if owner is None:
         return SegmentInfo(name, st.st_size, None, None, None, "unknown", "no owner recorded")
-    state, reason = owner_state(*owner)
+    # A node's cache belongs to its members (its creator may be gone, the others not).
+    state, reason = owner_state(*owner) if members is None else members_state(members)
     return SegmentInfo(name, st.st_size, owner[0], owner[1], owner[2], state, reason)
 
 

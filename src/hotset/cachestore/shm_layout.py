@@ -13,6 +13,7 @@ Layout of the segment (all integers little-endian u64)::
     slots    32 B x n_slots          per sample id: seq, offset, size + 1 (0 = empty), hash
     free     16 B x free_cap         free extents of the arena, sorted by offset
     arena    capacity x (1 + slack)  payload bytes, unaligned, never re-encoded
+    members  24 B x local ranks      (a node's cache only) pid, start time, pid namespace
 
 The index overhead is therefore ``128 + 32 * n_slots + 16 * free_cap`` bytes with
 ``free_cap = min(n_slots + 1, 65536)`` (about 33 MB for a million samples) and is
@@ -20,6 +21,14 @@ The index overhead is therefore ``128 + 32 * n_slots + 16 * free_cap`` bytes wit
 is ``capacity_bytes * (1 + arena_slack)``: the slack is room against
 fragmentation (tmpfs pages cost memory only once touched, and the payload in the
 arena never exceeds ``capacity_bytes``).
+
+A cache shared by the local ranks of a job (:mod:`hotset.cachestore.shm_members`)
+appends a member table after the arena: one (pid, start time, pid namespace)
+entry per rank, 0 when that rank has left. Header word 13 holds the table's
+offset (0: a cache of one loader, no table), word 14 its entries and word 15 is
+set once the last member left (the name is being unlinked). A version-1 reader
+ignores the three words, as it ignores the owner words, so the version did not
+change; the index overhead of a node's cache is ``24`` bytes per local rank more.
 
 Pure constants and arithmetic (no numpy), so the segment scanner can import it.
 """
@@ -41,6 +50,10 @@ H_USED, H_N_FREE, H_WRITER, H_LIVE = 6, 7, 8, 9
 # Who created the segment (pid, /proc start time, pid-namespace inode), for shm_gc.
 # Words a version-1 reader ignores, so the layout version did not change.
 H_OWNER_PID, H_OWNER_START, H_OWNER_NS = 10, 11, 12
+# A node's cache (shm_members): the member table's offset and entries, and "closed".
+H_MEMBERS, H_MEMBERS_CAP, H_CLOSED = 13, 14, 15
+#: one member: pid, /proc start time, pid-namespace inode (u64 each)
+MEMBER_BYTES = 24
 # Slot fields, as indexes into one slot viewed as 4 x u64.
 S_SEQ, S_OFF, S_LEN1, S_HASH = 0, 1, 2, 3
 
@@ -65,6 +78,11 @@ def free_cap(n_slots: int) -> int:
     overflow; past the cap an overflow triggers compaction instead.
     """
     return max(1, min(n_slots + 1, MAX_FREE_EXTENTS))
+
+
+def members_bytes(n_members: int) -> int:
+    """Bytes of the member table of a cache shared by ``n_members`` local ranks."""
+    return MEMBER_BYTES * n_members
 
 
 def align(n: int, to: int = 64) -> int:

@@ -9,7 +9,8 @@ leaves nothing behind on a server):
 * the **System** (order and cache policy), planning in this rank's share of the
   cache budget, and its **packing** step for systems that build packages;
 * the **cache session** (:mod:`hotset.cachestore.session`): the namespace, its
-  lease and the store;
+  lease and the store; under torch.distributed the embedded cache is one per
+  node, which the local ranks agree on first (:mod:`hotset.torch.nodecache`);
 * the **engine driver** (:class:`~hotset.engine.planner.Planner`) and the
   **write sequencer** the workers take turns on;
 * the **fetcher** the DataLoader's workers run (:mod:`hotset.torch.fetch`), the
@@ -38,6 +39,7 @@ from hotset.cachestore.chunk_refs import ChunkRefs
 from hotset.cachestore.redaction import redact_spec_value
 from hotset.cachestore.redis_store import RedisCache
 from hotset.cachestore.session import CacheSession, check_share_backend
+from hotset.cachestore.shm_node import NodeShare
 from hotset.data.digest import Digest, digest_for_job
 from hotset.data.package_writer import PackageWriter
 from hotset.engine.budget import Budget
@@ -54,6 +56,7 @@ from hotset.torch.chunkpack import with_chunks
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BatchFetcher, identity_collate
 from hotset.torch.forksafe import start_method_name, worker_start_method
+from hotset.torch.nodecache import node_share
 from hotset.torch.options import DEFAULT_CACHE, DEFAULT_READAHEAD_BYTES, LoaderOptions
 from hotset.torch.packing import PackingThread
 from hotset.torch.plansampler import PlanSampler
@@ -88,7 +91,8 @@ class LoaderParts:
     #: how DataLoader starts workers: None is its default (fork on Linux); see
     #: hotset.torch.forksafe for when the loader chooses "forkserver" itself
     multiprocessing_context: Context
-    #: the cache's budget (all ranks of a shared namespace together); 0 without a cache
+    #: the cache's budget (all ranks of a shared namespace, or of a node's embedded
+    #: cache, together); 0 without a cache
     capacity_bytes: int
     #: the cache's namespace and lease; None without a cache
     session: CacheSession | None
@@ -132,19 +136,22 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
         # the frame of whoever called hotset.loader (build <- HotsetLoader <- loader)
         warnings.warn(f"hotset: {start_why}", RuntimeWarning, stacklevel=4)
     sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
-    plan = _plan_side(data, options, sizes, world_size)
+    node = _node(options, sizes, world_size)  # a collective under a process group
+    plan = _plan_side(data, options, sizes, world_size, 1 if node is None else node.local_world)
     packer, unit_layout = _packing(plan, data, options, sizes)
-    readahead_bytes = _readahead_budget(plan.caps, options)
+    readahead_bytes = _readahead_budget(plan.caps, options, node_shared=node is not None)
     _check_drivable(plan.caps, options, world_size)
     if plan.caps.caches:
-        check_budget(plan.planned, sizes, options.batch_size)
+        check_budget(
+            plan.planned, sizes, options.batch_size, shares=node.local_world if node else 1
+        )
     job_digest = _job_digest(plan.caps, data, options)
     check_manifest_matches_store(
         data.manifest, data.store, mode=options.check_store, seed=options.seed
     )
     session, cache = (None, None)
     if plan.caps.caches:
-        session, cache = _open_cache(plan, data, options, rank, job_digest)
+        session, cache = _open_cache(plan, data, options, rank, job_digest, node)
     sequencer = Sequencer(context=context)
     planner = Planner(
         plan.system,
@@ -288,7 +295,11 @@ def resolve_cache(
 
 
 def _plan_side(
-    data: HotsetDataset, options: LoaderOptions, sizes: npt.NDArray[np.int64], world_size: int
+    data: HotsetDataset,
+    options: LoaderOptions,
+    sizes: npt.NDArray[np.int64],
+    world_size: int,
+    local_world: int = 1,
 ) -> _Plan:
     """The cache's spec and budget, and the System built to plan in this rank's share."""
     from hotset.systems.registry import build_system
@@ -296,7 +307,7 @@ def _plan_side(
     total = int(sizes.sum())
     spec, capacity = resolve_cache(options.cache, options.cache_bytes, total)
     check_share_backend(options.namespace, spec)  # namespace= means Redis: never ignored
-    planned = _planned_budget(options, capacity, total, world_size)
+    planned = _planned_budget(options, capacity, total, world_size, local_world)
     system = build_system(
         options.system,
         n=len(data.manifest),
@@ -309,18 +320,21 @@ def _plan_side(
     return _Plan(system, system.capabilities, spec, capacity, planned)
 
 
-def _planned_budget(options: LoaderOptions, capacity: int, total: int, world_size: int) -> int:
+def _planned_budget(
+    options: LoaderOptions, capacity: int, total: int, world_size: int, local_world: int = 1
+) -> int:
     """The bytes this rank's policy plans in.
 
     A job's ranks on one shared namespace hold one pool of ``capacity``: each
     rank's policy plans its share, so the ranks never crowd each other out, and
     a rank's planned miss is looked up in the pool (what the other ranks put).
+    The ``local_world`` ranks on one node's embedded cache split it alike.
     """
     from hotset.systems.registry import capabilities_of
 
     namespace = options.namespace
     pooled_ranks = namespace is not None and world_size > 1
-    planned = capacity // world_size if pooled_ranks else capacity
+    planned = capacity // world_size if pooled_ranks else capacity // local_world
     fits_whole = planned >= total
     if (
         namespace is not None
@@ -331,6 +345,21 @@ def _planned_budget(options: LoaderOptions, capacity: int, total: int, world_siz
         # chunk one job still holds while another loads its next fits beside them.
         planned = planned * 2 // 3
     return planned
+
+
+def _node(
+    options: LoaderOptions, sizes: npt.NDArray[np.int64], world_size: int
+) -> NodeShare | None:
+    """The local ranks sharing this node's embedded cache (:mod:`hotset.torch.nodecache`);
+    None where this rank's cache is its own or not embedded. Decided from the options
+    alone, so every rank of the job agrees on whether to meet (a system that caches
+    nothing meets all the same, and opens no cache)."""
+    if options.cache_scope != "node" or world_size < 2:
+        return None
+    spec, _ = resolve_cache(options.cache, options.cache_bytes, int(sizes.sum()))
+    if not (isinstance(spec, str) and spec.strip().lower() in _EMBEDDED):
+        return None
+    return node_share(options.cache_scope, world_size)
 
 
 def _check_drivable(caps: Capabilities, options: LoaderOptions, world_size: int) -> None:
@@ -355,18 +384,20 @@ def _check_drivable(caps: Capabilities, options: LoaderOptions, world_size: int)
         )
 
 
-def _readahead_budget(caps: Capabilities, options: LoaderOptions) -> int:
+def _readahead_budget(
+    caps: Capabilities, options: LoaderOptions, *, node_shared: bool = False
+) -> int:
     """Read-ahead's staging bytes: as given, else 64 MiB where guessing the reads works.
 
     A policy that may serve another id in place of a miss, or reads whole units,
     makes "not cached now" a poor guess of what will be read alone; so does a
-    shared namespace, where other jobs may hold this job's misses.
+    shared namespace, where other jobs may hold this job's misses, and a node's
+    embedded cache, where the other ranks may.
     """
     if options.readahead_bytes is not None:
         return int(options.readahead_bytes)
-    guess_fails = (
-        caps.substitutes or caps.reads_units or caps.packs or options.namespace is not None
-    )
+    shared = options.namespace is not None or node_shared
+    guess_fails = caps.substitutes or caps.reads_units or caps.packs or shared
     return 0 if guess_fails else DEFAULT_READAHEAD_BYTES
 
 
@@ -434,6 +465,7 @@ def _open_cache(
     options: LoaderOptions,
     rank: int,
     job_digest: Digest | None,
+    node: NodeShare | None = None,
 ) -> tuple[CacheSession, CacheStore]:
     """The cache session and the store the fetcher uses.
 
@@ -451,6 +483,7 @@ def _open_cache(
         rank=rank,
         lease_ttl_s=options.lease_ttl_s,
         digest=job_digest,
+        node=node,
         # The fetcher re-hashes what the cache serves itself (with ``verify``), so
         # that a poisoned entry is dropped and re-read instead of failing the
         # batch; the store's own check would only raise, and hash puts again.
@@ -489,7 +522,7 @@ def _fetcher(
         io_threads=options.io_threads,
         verify=options.verify,
         layout=layout,
-        shared=session is not None and session.shared,
+        shared=session is not None and session.pooled,
         skip_errors=options.on_error == "skip",
         collate_fn=options.collate_fn,
     )

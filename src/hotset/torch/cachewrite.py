@@ -16,9 +16,12 @@ clears the cache and puts again (every id the policy holds becomes a rebuild
 read).
 
 Without the flag, whether a refused put is a policy bug depends on the cache.
-The embedded shared-memory cache is private to this loader: nothing but its
-own puts can fill it, so a refusal there is a policy bug and is raised (the
-tests rely on it to catch one). A Redis namespace is not: other jobs share it,
+The embedded shared-memory cache of one loader is private to it: nothing but
+its own puts can fill it, so a refusal there is a policy bug and is raised (the
+tests rely on it to catch one). A node's embedded cache is shared by the
+job's local ranks (``shared``), each planning its share of the budget; a
+rank's skipped deletes could crowd the others, so there, as on Redis, a
+refusal is counted, not raised. A Redis namespace is not private either: other jobs share it,
 another client may write to it, and a server whose ``maxmemory-policy`` evicts
 drops entries behind the byte counter's back. The store resyncs its counter
 before it refuses (:meth:`~hotset.cachestore.redis_store.RedisCache.resync`),
@@ -58,11 +61,12 @@ class CacheWriter:
         self.sequencer = sequencer
         self.backoff = backoff
         self.keys = keys
-        #: the cache's namespace is shared with other jobs (see _put)
+        #: other loaders write the cache: other jobs on a shared namespace, or the other
+        #: ranks on a node's embedded cache (see _put)
         self.shared = shared
-        #: the cache is private to this loader (the embedded one): nothing outside it
-        #: can fill its budget, so a put it refuses is a policy bug (see _put)
-        self._private = isinstance(cache, SharedMemoryCache)
+        #: the cache is private to this loader (the embedded one, not a node's): nothing
+        #: outside it can fill its budget, so a put it refuses is a policy bug (see _put)
+        self._private = isinstance(cache, SharedMemoryCache) and not shared
         #: [deletes skipped by a degraded batch, in any process, since the last clear]:
         #: made here, in the main process, so that workers inherit it
         self._skipped: Any = multiprocessing.RawArray("q", 1)

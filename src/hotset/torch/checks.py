@@ -74,11 +74,22 @@ def bytes_one_batch_needs(sizes: np.ndarray, batch_size: int) -> int:
     return int(np.partition(np.asarray(sizes, dtype=np.int64), len(sizes) - k)[-k:].sum())
 
 
-def check_budget(capacity: int, sizes: np.ndarray, batch_size: int) -> None:
+def check_budget(capacity: int, sizes: np.ndarray, batch_size: int, *, shares: int = 1) -> None:
+    """Refuse a budget that cannot hold one batch; ``shares``: the local ranks that split
+    a node's cache, ``capacity`` being this rank's share (the error says so)."""
     need = bytes_one_batch_needs(sizes, batch_size)
     if capacity < need:
+        what = f"cache budget {capacity} bytes ({format_bytes(capacity)})"
+        if shares > 1:
+            what = (
+                f"this rank's share of the node's cache, {capacity} bytes "
+                f"({format_bytes(capacity)}: 1/{shares}, one share per local rank),"
+            )
+            need_all = f"{need * shares} bytes for the node"
+        else:
+            need_all = "at least that"
         raise HotsetError(
-            f"cache budget {capacity} bytes ({format_bytes(capacity)}) is smaller than one "
-            f"batch needs: the {min(batch_size, len(sizes))} largest samples take {need} bytes "
-            f"({format_bytes(need)}); give a cache of at least that, or a smaller batch_size"
+            f"{what} is smaller than one batch needs: the {min(batch_size, len(sizes))} "
+            f"largest samples take {need} bytes ({format_bytes(need)}); give a cache of "
+            f"{need_all}, or a smaller batch_size"
         )

@@ -138,7 +138,8 @@ class BatchFetcher(_TorchDataset):
         collate_fn: Callable[[list[Any]], Any] | None = None,
     ) -> None:
         self.layout = layout
-        #: the cache's namespace is shared with other jobs (see hotset.torch.pool)
+        #: other loaders write the cache (other jobs on a shared namespace, other ranks
+        #: on a node's embedded cache): misses look in it first (see hotset.torch.pool)
         self.shared = shared
         self.keys = list(keys)
         self.hashes = list(hashes)

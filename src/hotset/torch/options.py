@@ -33,6 +33,7 @@ from hotset.cachestore.session import check_share_key
 from hotset.data.digest import Digest
 from hotset.errors import HotsetError
 from hotset.torch.checks import CHECK_MODES
+from hotset.torch.nodecache import check_cache_scope
 from hotset.units import parse_bytes
 
 __all__ = ["DEFAULT_CACHE", "DEFAULT_READAHEAD_BYTES", "ON_ERROR", "LoaderOptions"]
@@ -154,6 +155,18 @@ class LoaderOptions:
             "the budget of a cache given as a backend: bytes, ``'2gb'``, ``'20%'`` or 0.2."
         ),
     )
+    cache_scope: str = field(
+        default="node",
+        metadata=_doc(
+            """
+            (the embedded cache under torch.distributed) ``"node"``: the job's ranks on one machine
+            share one shared-memory cache and its budget, which is memory of the node, each rank's
+            policy planning its share and finding the others' entries (building the loader is then
+            a collective: every rank builds its loaders in the same order); ``"rank"``: a cache of
+            the whole budget per rank.
+            """
+        ),
+    )
     batch_size: int = field(default=64, metadata=_doc("samples per batch."))
     num_workers: int = field(
         default=0,
@@ -185,7 +198,8 @@ class LoaderOptions:
             """
             the main process reads the epoch's not-yet-cached samples ahead into a staging area this
             large, outside the cache budget (64 MiB when left out, 0 for systems that substitute
-            misses, read whole units, build packages or share a namespace; 0 turns it off).
+            misses, read whole units, build packages or share a namespace or a node's cache; 0
+            turns it off).
             """
         ),
     )
@@ -339,6 +353,7 @@ class LoaderOptions:
             self._set(name, _check_bool(name, getattr(self, name)))
         self._set("timeout", _check_timeout(self.timeout))
         check_share_key(self.namespace)
+        self._set("cache_scope", check_cache_scope(self.cache_scope))
         if self.on_error not in ON_ERROR:
             raise HotsetError(
                 f"on_error must be one of {', '.join(map(repr, ON_ERROR))}, "
