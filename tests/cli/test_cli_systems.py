@@ -82,7 +82,7 @@ def test_options_lists_each_option_with_type_default_and_meaning() -> None:
         "guardrail",
         "guard_threshold",
     ]
-    assert rows["coverage_floor"].split()[1:4] == ["number", "0.0", "share"]
+    assert rows["coverage_floor"].split()[1:4] == ["number", "0.1", "share"]  # on by default
     assert rows["anneal_from"].split()[1:5] == ["int", "or", "none", "none"]
     assert rows["adaptive"].split()[1:3] == ["bool", "true"]
     assert lines[-1] == "give them as shade[option=value,...]"

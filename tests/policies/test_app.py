@@ -170,6 +170,19 @@ def test_state_dict_round_trip() -> None:
         APP(_items(10)).load_state_dict({"ghost": []})
 
 
+@pytest.mark.parametrize(("key", "value"), [("used_bytes", 0), ("used_items", 3)])
+def test_a_state_whose_counts_disagree_with_its_residents_is_refused(key: str, value: int) -> None:
+    """A damaged count would let the cache admit past its budget (the store then
+    refuses the bytes mid-epoch) or never admit again."""
+    sizes = np.full(40, 100, dtype=np.int64)
+    app = APP(Budget(capacity_bytes=1000, sizes=sizes))
+    for sid in range(10):
+        app.access(sid)
+    state = {**app.state_dict(), key: value}
+    with pytest.raises(HotsetError, match=f"{key}=.*residents hold 1000 bytes"):
+        APP(Budget(capacity_bytes=1000, sizes=sizes)).load_state_dict(state)
+
+
 class ReferenceAPP:
     """Algorithm 1 written the slow, obvious way: linear scans instead of a heap."""
 

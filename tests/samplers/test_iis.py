@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hotset.errors import HotsetError
 from hotset.samplers import EpochContext, iis
@@ -95,3 +99,50 @@ def test_bad_importance_is_refused() -> None:
         s.order(EpochContext(epoch=7, losses=np.ones(3)))
     with pytest.raises(HotsetError, match="sample id 2"):
         s.order(EpochContext(epoch=7, losses=np.array([1.0, 1.0, -1.0, 1.0])))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(20, 400),
+    k=st.integers(1, 8),
+    world=st.integers(1, 3),
+    seed=st.integers(0, 2**16),
+)
+def test_coverage_epochs_asks_for_every_id_in_every_window_of_k_epochs(
+    n: int, k: int, world: int, seed: int
+) -> None:
+    """Fixed losses (the easy stay easy), a small window so selection bites: with
+    ``coverage_epochs=k`` the ranks' orders hold every id in every k consecutive epochs."""
+    s = IISSampler(n, seed=seed, window=8, warm_up=0, reuse_factor=10**6, coverage_epochs=k)
+    losses = np.random.default_rng(seed).exponential(1.0, n) ** 3  # a long easy tail
+    last = np.full(n, -1, dtype=np.int64)
+    gap = np.zeros(n, dtype=np.int64)
+    for epoch in range(1, 3 * k + 2):  # epoch 0 is full (reuse_factor divides it)
+        ctx = EpochContext(epoch=epoch, world_size=world, losses=losses, last_epoch=last.copy())
+        asked = np.concatenate([s.order(replace(ctx, rank=r)) for r in range(world)])
+        last[asked] = epoch
+        gap = np.where(last == epoch, 0, gap + 1)
+        assert gap.max() <= k - 1
+    assert s.guard_note() is not None and "coverage_epochs=0" in str(s.guard_note())
+
+
+def test_coverage_epochs_adds_only_the_due_ids_to_the_papers_selection() -> None:
+    n = 3000
+    losses = _losses(n, 4)
+    last = np.random.default_rng(5).integers(-1, 8, size=n)
+    ctx = EpochContext(epoch=8, losses=losses, last_epoch=last)
+    paper = IISSampler(n, seed=2).order(ctx)
+    guarded = IISSampler(n, seed=2, coverage_epochs=4)
+    got = guarded.order(ctx)
+    due = np.flatnonzero(last <= 8 - 4)
+    assert set(got.tolist()) == set(paper.tolist()) | set(due.tolist())
+    assert guarded.last_due == len(set(due.tolist()) - set(paper.tolist())) > 0
+    kept = np.isin(got, paper)
+    assert got[kept].tolist() == paper.tolist()  # same ids, same order: only additions
+    assert IISSampler(n, seed=2).guard_note() is None
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "3"])
+def test_bad_coverage_epochs_is_named(bad: object) -> None:
+    with pytest.raises(HotsetError, match="coverage_epochs"):
+        IISSampler(10, coverage_epochs=bad)  # type: ignore[arg-type]

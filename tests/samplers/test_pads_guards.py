@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import given, settings
@@ -52,7 +53,7 @@ def _longest_gap(trained: list[set[int]], n: int) -> int:
 
 
 def test_without_the_floor_shade_leaves_samples_untrained() -> None:
-    trained = _train(400, 12)
+    trained = _train(400, 12, coverage_floor=0)  # the paper's behaviour
     assert _longest_gap(trained, 400) >= 6  # the problem the floor fixes
 
 
@@ -169,3 +170,29 @@ def test_the_guardrail_falls_back_to_uniform_when_importance_batches_turn_easy()
     order = sampler.order(_guard_ctx(n, sentinel_loss=1.0, train_loss=1.2, sampler=sampler))
     assert sampler.last_mode != "guardrail" and sampler.last_guard_ratio == 1.2
     assert len(set(order.tolist())) < n  # importance order again, with repetitions
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    world=st.integers(1, 4),
+    floor=st.floats(0.01, 0.99),
+    seed=st.integers(0, 2**16),
+)
+def test_the_coverage_window_bounds_the_gap_of_a_floor_alone(
+    n: int, world: int, floor: float, seed: int
+) -> None:
+    """With the body training nothing, the floor alone brings every id back within
+    ``coverage_window`` epochs, a window never longer than ``ceil(1 / floor)``."""
+    sampler = PADSSampler(n, seed=seed, coverage_floor=floor)
+    window = sampler.coverage_window(world)
+    assert window is not None and window <= math.ceil(round(1 / floor, 9))
+    last = np.full(n, -1, dtype=np.int64)
+    gap = np.zeros(n, dtype=np.int64)
+    for epoch in range(2 * window + 1):
+        ctx = EpochContext(epoch=epoch, world_size=world, last_epoch=last.copy())
+        picked = np.concatenate([sampler.floor_ids(replace(ctx, rank=r)) for r in range(world)])
+        last[picked] = epoch
+        gap = np.where(last == epoch, 0, gap + 1)
+        assert gap.max() <= window - 1
+    assert PADSSampler(n, seed=seed).coverage_window(world) is None  # no floor, no bound

@@ -120,6 +120,7 @@ def test_summary_is_a_table_with_coverage_loss_and_accuracy(dataset_dir: Path) -
         table = loader.summary()
     lines = table.splitlines()
     assert lines[0] == "system shade"  # the spec (no options given)
-    assert "distinct trained" in lines[1] and "val acc" in lines[1]
-    assert len(lines) == 5  # system, header + 3 epochs
-    assert "0.5000" in lines[2] and "25.00%" in lines[2]
+    assert lines[1].startswith("guard coverage_floor=0.1: every sample trained")  # on by default
+    assert "distinct trained" in lines[2] and "val acc" in lines[2]
+    assert len(lines) == 6  # system, guard, header + 3 epochs
+    assert "0.5000" in lines[3] and "25.00%" in lines[3]

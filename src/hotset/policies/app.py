@@ -281,6 +281,14 @@ class ScoredCache(Policy):
             self._push(check_sid(sid))
         self.used_bytes = int(state["used_bytes"])
         self.used_items = int(state["used_items"])
+        # the counts follow from the residents: a damaged count would let the cache
+        # admit past its budget (the store refuses the bytes) or never admit again
+        held = sum(self.budget.size_of(sid) for sid in self._resident)
+        if (self.used_bytes, self.used_items) != (held, len(self._resident)):
+            raise HotsetError(
+                f"{self.name} state: used_bytes={self.used_bytes}, used_items={self.used_items} "
+                f"but its {len(self._resident)} residents hold {held} bytes; the state is damaged"
+            )
         self.epoch = int(state["epoch"])
 
 

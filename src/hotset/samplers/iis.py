@@ -26,6 +26,17 @@ The percentile is the share of window entries ``<=`` the id's loss (the window
 includes the id itself), so the hardest sample of a window has percentile 1 and
 is always kept. Importance is ``ctx.losses`` (the raw per-sample loss) when the
 context carries it, else ``ctx.scores``; with neither, every epoch is full.
+
+**Coverage** (``coverage_epochs`` ``K``, beyond the papers; 0, the default here,
+is the papers' behaviour): a selection epoch also keeps every id the table says
+was last trained ``K`` or more epochs ago (``ctx.last_epoch <= epoch - K``,
+never-trained ones from epoch ``K - 1``), after the coin flips, which it does not
+change -- so every id is *asked for* at least once in every ``K`` consecutive
+epochs. Without it a sample the loss calls easy is kept with probability about
+``(1 / window) ** beta`` (0.10) per epoch and nothing bounds its gap; ImPACT, with
+no periodic full epochs, turns it on by default (:mod:`hotset.systems.impact`).
+A policy that substitutes (iCACHE's L-cache) may serve another sample in its
+place; the id then stays due and is asked for again the next epoch.
 """
 
 from __future__ import annotations
@@ -46,6 +57,8 @@ BETA = 0.33
 WINDOW = 1024
 WARM_UP = 5
 REUSE_FACTOR = 3
+#: the coverage window ImPACT uses unless told otherwise (0: off, the papers' behaviour)
+DEFAULT_COVERAGE_EPOCHS = 10
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -69,8 +82,18 @@ class IISSampler(Sampler):
         warm_up: int = WARM_UP,
         reuse_factor: int = REUSE_FACTOR,
         drop_last: bool = False,
+        coverage_epochs: int = 0,
     ) -> None:
         super().__init__(n, seed=seed)
+        if (
+            isinstance(coverage_epochs, bool)
+            or not isinstance(coverage_epochs, int)
+            or coverage_epochs < 0
+        ):
+            raise HotsetError(
+                f"iis: coverage_epochs must be an integer >= 0 (0: off), got {coverage_epochs!r}"
+            )
+        self.coverage_epochs = coverage_epochs
         if isinstance(beta, bool) or not isinstance(beta, int | float) or not 0 < beta < np.inf:
             raise HotsetError(f"iis: beta must be a positive number, got {beta!r}")
         if isinstance(warm_up, bool) or not isinstance(warm_up, int) or warm_up < 0:
@@ -83,6 +106,8 @@ class IISSampler(Sampler):
         #: ids kept / ids considered in the epoch of the last order() (reports, tests)
         self.last_kept = 0
         self.last_full = True
+        #: ids kept in the last selection only because they were due (coverage_epochs)
+        self.last_due = 0
 
     def is_full_epoch(self, epoch: int) -> bool:
         """True when ``epoch`` reads every sample (warm-up or a reuse epoch)."""
@@ -131,12 +156,39 @@ class IISSampler(Sampler):
         perm = self.epoch_rng(ctx.epoch).permutation(self.n).astype(np.int64, copy=False)
         values = self.importance(ctx)
         self.last_full = self.is_full_epoch(ctx.epoch) or values is None
+        self.last_due = 0
         if self.last_full or values is None:
             self.last_kept = self.n
             return perm
-        kept = perm[self.keep_mask(perm, values, ctx.epoch)]
+        keep = self.keep_mask(perm, values, ctx.epoch)
+        due = self.due_mask(perm, ctx)
+        if due is not None:
+            self.last_due = int((due & ~keep).sum())
+            keep |= due
+        kept = perm[keep]
         self.last_kept = len(kept)
         return kept
+
+    def due_mask(self, perm: IntArray, ctx: EpochContext) -> np.ndarray | None:
+        """Which positions of ``perm`` hold ids not trained for ``coverage_epochs``
+        epochs (module docstring); None when the guard is off or nothing is known."""
+        if not self.coverage_epochs or ctx.last_epoch is None:
+            return None
+        last = np.asarray(ctx.last_epoch, dtype=np.int64)
+        if last.shape != (self.n,):
+            raise HotsetError(
+                f"iis: last_epoch must hold one epoch per sample ({self.n}), got shape {last.shape}"
+            )
+        return np.asarray(last[perm] <= ctx.epoch - self.coverage_epochs)
+
+    def guard_note(self) -> str | None:
+        """One line for a report saying the coverage guard is on (None: the papers')."""
+        if not self.coverage_epochs:
+            return None
+        return (
+            f"coverage_epochs={self.coverage_epochs}: every sample asked for at least once "
+            f"every {self.coverage_epochs} epochs (coverage_epochs=0 is the paper's behaviour)"
+        )
 
     def order(self, ctx: EpochContext) -> IntArray:
         return shard(self.global_order(ctx), ctx.rank, ctx.world_size, drop_last=self.drop_last)

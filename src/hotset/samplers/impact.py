@@ -9,7 +9,9 @@
   the losses of S were re-evaluated by a forward pass just before the draw (the
   driver does it, see ``Planner.begin(evaluate=...)``), everyone else's are their
   latest training loss. There are no periodic full epochs: refreshing stale
-  losses is what re-evaluating S is for.
+  losses is what re-evaluating S is for. So nothing bounds how long an easy
+  sample goes unread; ``coverage_epochs`` (IIS's guard, on by default in the
+  ``impact`` systems) keeps every sample not trained for that many epochs.
 
 The order is the prefetch list: ImPACT prefetches exactly the selected samples in
 order, and a driver reads only what the epoch's plans name, so no unselected
@@ -39,9 +41,17 @@ class ImpactSampler(IISSampler):
         beta: float = BETA,
         window: int = WINDOW,
         drop_last: bool = False,
+        coverage_epochs: int = 0,
     ) -> None:
         super().__init__(
-            n, seed=seed, beta=beta, window=window, warm_up=0, reuse_factor=1, drop_last=drop_last
+            n,
+            seed=seed,
+            beta=beta,
+            window=window,
+            warm_up=0,
+            reuse_factor=1,
+            drop_last=drop_last,
+            coverage_epochs=coverage_epochs,
         )
         self.tracker = tracker
 

@@ -53,14 +53,23 @@ ablations: steps 1, 2 and the relaxed shard only (no sort, no repetition).
 
 Guards against training a subset (issue: SHADE, once cached ids fill a third of
 a rank's draw with ``rep_factor`` 3, schedules only hits, admits nothing and
-trains the same ids forever). All off by default, so ``shade`` stays the
-authors' arithmetic; each is an option every PADS-based system accepts:
+trains the same ids forever). Each is an option every PADS-based system accepts.
+This class leaves them all off, so it is the authors' arithmetic; the *systems*
+(:mod:`hotset.systems.shade`) turn the coverage floor on by default
+(:data:`DEFAULT_COVERAGE_FLOOR`), and ``coverage_floor=0`` there is the paper's
+behaviour:
 
 * ``coverage_floor`` (a share ``f`` in [0, 1)): the last ``F = ceil(f * L)``
   slots of each rank's order go to the ``F * W`` samples trained longest ago
   (never-trained first, ties in a seeded random order, dealt ``r::W``), after the
   first ``L - F`` ids of the order above. Every sample is then trained at least
-  once every ``ceil(n / (F * W))`` epochs, whatever the cache holds.
+  once in every ``K = ceil(n / (F * W))`` consecutive epochs, whatever the cache
+  holds (:meth:`PADSSampler.coverage_window`; ``K <= ceil(1 / f)`` for every
+  ``n`` and ``W``): the ids not trained since epoch ``t`` shrink by ``F * W``
+  each epoch until the floor reaches them. "Trained" is what the table's
+  ``last_epoch`` says, so the bound holds where every served id is fed back
+  (a policy that substitutes, or a loader dropping a last partial batch, can
+  delay a floor id to a later epoch, where it is again among the stalest).
 * ``anneal_from`` (an epoch): from that epoch on the order is a uniform
   permutation of all ids, strided across ranks (padded by wrapping, as torch's
   DistributedSampler does): InfoBatch's annealing, the last epochs on the full
@@ -101,6 +110,10 @@ TREND_EPOCHS = 3
 #: "head": each rank draws its own ids and trains the head of its own sorted draw
 #: (the authors' code: ``indices[:num_samples]``, only the most-drawn samples)
 AGGRESSIVE_MODES = ("blocks", "head")
+#: the coverage floor the SHADE-family systems use unless told otherwise: every
+#: sample trained at least once in every 10 consecutive epochs (the trade-off
+#: measured for this choice: docs/systems/shade.md "Coverage by default")
+DEFAULT_COVERAGE_FLOOR = 0.1
 
 
 class PADSSampler(Sampler):
@@ -309,6 +322,34 @@ class PADSSampler(Sampler):
         tiebreak = np.random.default_rng([self.seed, int(ctx.epoch), 2]).random(self.n)
         stalest = np.lexsort((tiebreak, last))[: per_rank * world]
         return stalest[ctx.rank :: world].astype(np.int64, copy=False)
+
+    def coverage_window(self, world_size: int = 1) -> int | None:
+        """``K``: every id is trained at least once in every ``K`` consecutive epochs.
+
+        ``ceil(n / (F * W))`` with ``F = ceil(coverage_floor * L)`` floor slots per
+        rank (module docstring); None without a floor, where PADS bounds nothing.
+        """
+        if world_size < 1:
+            raise HotsetError(f"pads: world_size must be >= 1, got {world_size}")
+        per_rank = math.ceil(self.coverage_floor * self.per_rank_length(world_size))
+        if per_rank == 0:
+            return None
+        return -(-self.n // min(self.n, per_rank * world_size))
+
+    def guard_note(self) -> str | None:
+        """One line for a report saying which guard is on (None: the paper's PADS)."""
+        notes = []
+        if self.coverage_floor:
+            bound = math.ceil(round(1.0 / self.coverage_floor, 9))
+            notes.append(
+                f"coverage_floor={self.coverage_floor:g}: every sample trained at least once "
+                f"every {bound} epochs (coverage_floor=0 is the paper's behaviour)"
+            )
+        if self.anneal_from is not None:
+            notes.append(f"anneal_from={self.anneal_from}: uniform epochs from then on")
+        if self.guardrail:
+            notes.append(f"guardrail={self.guardrail:g}: a uniform sentinel checks the draw")
+        return "; ".join(notes) or None
 
     def sentinel_ids(self, epoch: int, rank: int, world: int) -> IntArray:
         """This rank's uniform sentinel of ``epoch`` (the guardrail's yardstick)."""

@@ -27,7 +27,7 @@ from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.icache import H_SHARE, H_START
 from hotset.policies.impact import ImpactCache, ImpactHistoryCache, ImpactRealtimeCache
-from hotset.samplers.iis import BETA, WINDOW
+from hotset.samplers.iis import BETA, DEFAULT_COVERAGE_EPOCHS, WINDOW
 from hotset.samplers.impact import ImpactSampler
 from hotset.systems.base import System, SystemSpec, with_defaults
 from hotset.systems.icache import OPTION_DOCS as ICACHE_DOCS
@@ -44,6 +44,9 @@ DEFAULTS: dict[str, Any] = {
     "s_share": S_SHARE,
     "overlap": OVERLAP,
     "max_warm_up": MAX_WARM_UP,
+    #: beyond the paper, on by default: every sample asked for at least once every 10
+    #: epochs (ImPACT has no full epochs after its warm-up); 0 is the paper's behaviour
+    "coverage_epochs": DEFAULT_COVERAGE_EPOCHS,
 }
 
 
@@ -65,7 +68,12 @@ def _system(name: str, cache: type[ImpactCache]) -> Callable[..., System]:
             max_warm_up=opts["max_warm_up"],
         )
         sampler = ImpactSampler(
-            n, tracker=policy.tracker, seed=seed, beta=opts["beta"], window=opts["window"]
+            n,
+            tracker=policy.tracker,
+            seed=seed,
+            beta=opts["beta"],
+            window=opts["window"],
+            coverage_epochs=opts["coverage_epochs"],
         )
         return System(
             name=name,
@@ -111,6 +119,10 @@ _DOCS: dict[str, tuple[str, str]] = {
     "s_share": ("number", "share of the cache the set S (samples re-evaluated) fills"),
     "overlap": ("number", "share of ids two successive S' must share to end the warm-up"),
     "max_warm_up": ("int", "the most warm-up epochs (full epochs) before S is fixed"),
+    "coverage_epochs": (
+        "int",
+        "every sample not trained for this many epochs is selected (0: off, the paper's behaviour)",
+    ),
 }
 OPTIONS: dict[str, tuple[SystemOption, ...]] = {
     spec.name: declare(DEFAULTS, _DOCS) for spec in SPECS

@@ -294,6 +294,8 @@ class HotsetLoader(Checkpoints):
     def summary(self) -> str:
         """The report as a table to print: the system as a spec with every option it was
         given (``system quiver[probe=10]``), then one line per epoch, what people read.
+        A system whose sampler guards against training a subset says so on a ``guard``
+        line after the spec (SHADE's default coverage floor, with its opt-out).
 
         Hits next to coverage (distinct samples trained), the training loss and
         validation accuracy the loop gave (``update``, ``record_validation``),
@@ -304,9 +306,12 @@ class HotsetLoader(Checkpoints):
         table = summary_table(
             self.report(), train_loss=self.system.train_loss, val_accuracy=self.system.val_accuracy
         )
+        head = f"system {self.options.system_spec}"  # its options too
         if self.choice is not None:
-            return f"system {self.choice.describe()}\n{table}"
-        return f"system {self.options.system_spec}\n{table}"  # its options too
+            head = f"system {self.choice.describe()}"
+        note = getattr(self.system.sampler, "guard_note", None)
+        guard = note() if callable(note) else None  # a guard on by default shows (SHADE's floor)
+        return f"{head}\nguard {guard}\n{table}" if guard else f"{head}\n{table}"
 
     def report(self) -> list[dict[str, Any]]:
         """One row per epoch (the current one too): counts, stall and throughput."""
