@@ -111,3 +111,8 @@ def test_a_cache_size_the_matrix_lacks_is_named(frac: float) -> None:
 
     with pytest.raises(HotsetError, match=r"no cells at cache size 0\.5"):
         render(_matrix(_grid({"quiver": 3.0})), frac=frac)
+
+
+def test_the_no_cache_loader_is_never_taken_for_pytorchs_own() -> None:
+    lines = render(_matrix(_grid({"pytorch": 3.0, "lru": 1.5})))
+    assert _use(lines, "all-rounder") == "`pytorch` (hotset's loader, no cache)"

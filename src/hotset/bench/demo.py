@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hotset.bench.matrix import REFERENCES
-from hotset.bench.which import MIN_COVERAGE, acc_tolerance_pt, qualifies
+from hotset.bench.which import MIN_COVERAGE, acc_tolerance_pt, display_name, qualifies
 from hotset.errors import HotsetError
 
 #: the no-cache loader, then the five seed systems
@@ -149,7 +149,7 @@ def verdict(table: list[dict[str, Any]], params: dict[str, Any]) -> str:
         return where + "no system kept full coverage and accuracy; see the table."
     win = fair[0]
     text = (
-        f"{where}{win['system']} wins: {win['vs_torch']:.2f}x the plain DataLoader "
+        f"{where}{display_name(win['system'])} wins: {win['vs_torch']:.2f}x the plain DataLoader "
         f"({win['vs_torch_min']:.2f}-{win['vs_torch_max']:.2f} over {win['repeats']} repeats), "
         f"{win['vs_no_io']:.2f} of the no-I/O ceiling, serving {_served(win):.0%} from its cache, "
         f"at {win.get('sim_acc_delta_pt') or 0.0:+.1f} pt accuracy (noise: "
@@ -158,6 +158,7 @@ def verdict(table: list[dict[str, Any]], params: dict[str, Any]) -> str:
     )
     if loser is not win:
         text += (
-            f" {loser['system']} is slowest at {loser['vs_torch']:.2f}x torch: {_why_slow(loser)}."
+            f" {display_name(loser['system'])} is slowest at {loser['vs_torch']:.2f}x torch: "
+            f"{_why_slow(loser)}."
         )
     return text

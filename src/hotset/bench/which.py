@@ -113,6 +113,12 @@ def winner(rows: list[Row], situation: Situation) -> tuple[str, list[Row]] | Non
     return name, mine
 
 
+def display_name(system: str) -> str:
+    """``system`` as a reader should see it: ``pytorch`` is easily taken for PyTorch's own
+    DataLoader, which the matrix calls ``torch``."""
+    return "pytorch (hotset's loader, no cache)" if system == "pytorch" else system
+
+
 def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(max(v, 1e-9)) for v in values) / len(values))
 
@@ -150,7 +156,8 @@ def render(result: dict[str, Any], *, frac: float = 0.2) -> list[str]:
             lines.append(f"| {situation.label} | (none qualifies) | |")
             continue
         name, mine = won
-        lines.append(f"| {situation.label} | `{name}` | {_figure(mine)} |")
+        shown = f"`{name}`" + (display_name(name)[len(name) :] if name == "pytorch" else "")
+        lines.append(f"| {situation.label} | {shown} | {_figure(mine)} |")
     lines.append(END)
     return lines
 
