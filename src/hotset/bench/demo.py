@@ -37,7 +37,7 @@ def run(
     out: Path,
     store: Any,
     workload: str = DEFAULT_WORKLOAD,
-    n: int = 1200,
+    n: int = 2000,
     systems: Sequence[str] = DEFAULT_SYSTEMS,
     cache_frac: float = 0.2,
     repeats: int = 3,
