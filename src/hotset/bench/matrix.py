@@ -25,6 +25,7 @@ importance systems cache and repeat what they would on a real job.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 import sys
@@ -404,7 +405,11 @@ def run(
     )  # fmt: skip
     # how busy the machine was: the ratios are taken within a group, but a machine whose
     # cores are all taken slows the CPU-bound rows (no-I/O, cache hits) more than torch's
-    result["params"]["load_average_1min"] = {"start": load_before, "end": _load_average()}
+    if measure:
+        result["params"]["load_average_1min"] = {"start": load_before, "end": _load_average()}
+    elif measured_from is not None:  # the load the measured half ran under, from its file
+        part = json.loads(Path(measured_from).read_text())["result"]["params"]
+        result["params"]["load_average_1min"] = part.get("load_average_1min")
     return result
 
 
