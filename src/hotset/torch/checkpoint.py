@@ -50,9 +50,9 @@ def system_state(system: System) -> dict[str, Any]:
         policy = system.policy.state_dict()
     except NotImplementedError as exc:
         raise HotsetError(f"system {system.name!r}: {exc}; its loader cannot checkpoint") from None
-    return {
-        "policy": policy,
+    return {  # the table first: a policy's copy of its scores then packs as a reference
         "table": system.table.state_dict(),
+        "policy": policy,
         "val_accuracy": list(system.val_accuracy),
         "train_loss": list(system.train_loss),
     }

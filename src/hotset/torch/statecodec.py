@@ -21,10 +21,13 @@ array gets the smallest of a few lossless forms:
   float32; few distinct values (rank-based scores, a constant) as a dictionary
   of them and a narrow index; the rest byte-grouped and zlib-compressed when that
   helps;
-* an array equal to one packed earlier in the same state: a reference to it.
+* an array equal to one packed earlier in the same state: a reference to it; a
+  1-D float array equal to the start of an earlier one but where it holds NaN (a
+  cache's copy of the table's scores of the ids it was told of): a reference and
+  a mask of its NaNs.
 
-A list of ints or floats (or of equally long lists of ints) is packed the same
-way and unpacks to the same lists of Python numbers.
+A list of ints or floats is packed the same way, and a list of lists of ints as
+their concatenation and lengths; both unpack to the same lists of Python numbers.
 
 What is read back is data from a file: every field is checked (known codec,
 dtype and width; the bytes the shape calls for, exactly; a zlib stream never
@@ -68,6 +71,8 @@ class _Packer:
 
     def __init__(self) -> None:
         self.seen: dict[tuple[str, tuple[int, ...], str], tuple[int, np.ndarray]] = {}
+        #: earlier 1-D float arrays by dtype: candidates for a reference with NaNs
+        self.floats: dict[str, list[tuple[int, np.ndarray]]] = {}
         self.count = 0
 
     def node(self, value: Any, path: str) -> Any:
@@ -88,19 +93,14 @@ class _Packer:
         raise TypeError(f"{path}: a checkpoint cannot hold {type(value).__name__}")
 
     def _list(self, value: list[Any] | tuple[Any, ...], path: str) -> dict[str, Any] | None:
-        """A long list of plain ints or of floats, or of equally long lists of ints,
-        packed as an array; None: not one."""
+        """A long list of plain ints or of floats packed as an array, or of lists of
+        ints as two (every value, and each list's length); None: not one of those."""
         if not isinstance(value, list) or not value:
             return None
         first = type(value[0])
         if first is list:
-            width = len(value[0])
-            rows = width and all(type(r) is list and len(r) == width for r in value)
-            if not rows or len(value) * width < MIN_LIST:
-                return None
-            if any(type(v) is not int for r in value for v in r):
-                return None
-        elif (
+            return self._rows(value, path)
+        if (
             first not in (int, float)
             or len(value) < MIN_LIST
             or any(type(v) is not first for v in value)
@@ -111,6 +111,22 @@ class _Packer:
         except OverflowError:
             return None  # an int past 64 bits stays a Python int
         return self.array(arr, "list", path)
+
+    def _rows(self, rows: list[Any], path: str) -> dict[str, Any] | None:
+        if not all(type(r) is list for r in rows) or sum(map(len, rows)) < MIN_LIST:
+            return None
+        if any(type(v) is not int for r in rows for v in r):
+            return None
+        try:
+            values = np.asarray([v for r in rows for v in r], dtype=np.int64)
+        except OverflowError:
+            return None
+        lengths = np.asarray([len(r) for r in rows], dtype=np.int64)
+        return {
+            MARK: "rows",
+            "values": self.array(values, "array", f"{path}.values"),
+            "lengths": self.array(lengths, "array", f"{path}.lengths"),
+        }
 
     def array(self, arr: np.ndarray, kind: str, path: str) -> dict[str, Any]:
         if not arr.flags.c_contiguous:
@@ -125,7 +141,29 @@ class _Packer:
         if earlier is not None and np.array_equal(earlier[1].view(np.uint8), flat.view(np.uint8)):
             return {**head, "codec": "same", "as": earlier[0]}
         self.seen[key] = (index, flat)
+        if flat.dtype.kind == "f" and arr.ndim == 1 and flat.size >= MIN_LIST:
+            earlier_floats = self.floats.setdefault(flat.dtype.name, [])
+            same = self._same_but_nan(flat, earlier_floats)
+            earlier_floats.append((index, flat))
+            if same is not None:
+                return {**head, **same}
         return {**head, **encode_flat(flat)}
+
+    @staticmethod
+    def _same_but_nan(flat: np.ndarray, earlier: list[tuple[int, np.ndarray]]) -> Any:
+        """A reference to an earlier 1-D array that starts with ``flat`` wherever ``flat``
+        is not NaN (a cache's scores of the ids it was told of: the table's, NaN else)."""
+        nan = np.isnan(flat)
+        if not nan.any() or not len(earlier):
+            return None
+        bits = flat.view(f"u{flat.dtype.itemsize}")
+        if (bits[nan] != np.array(np.nan, dtype=flat.dtype).view(bits.dtype)).any():
+            return None  # a NaN with a payload of its own: not restored by a mask
+        for index, other in reversed(earlier[-4:]):
+            start = other[: len(flat)].view(bits.dtype)
+            if len(start) == len(flat) and np.array_equal(bits[~nan], start[~nan]):
+                return {"codec": "same", "as": index, "nan": encode_flat(nan)}
+        return None
 
 
 def pack(state: Any) -> Any:
@@ -249,8 +287,10 @@ class _Unpacker:
         return value
 
     def packed(self, node: dict[str, Any], path: str) -> Any:
+        if type(node[MARK]) is str and node[MARK] == "rows":
+            return self._rows(node, path)
         try:
-            kind = _str(node, MARK, ("array", "list"))
+            kind = _str(node, MARK, ("array", "list", "rows"))
             arr = self._array(node)
         except HotsetError as exc:
             raise HotsetError(f"{self.where}: {path[6:] or 'state'}: {exc}") from None
@@ -258,6 +298,22 @@ class _Unpacker:
         if kind == "list":
             return arr.tolist()
         return arr
+
+    def _rows(self, node: dict[str, Any], path: str) -> list[list[int]]:
+        """Lists of ints from their concatenation and lengths."""
+        parts = []
+        for key in ("values", "lengths"):
+            part = node.get(key)
+            if not isinstance(part, dict) or part.get(MARK) != "array":
+                raise HotsetError(f"{self.where}: {path[6:]}: rows need packed {key}")
+            parts.append(self.packed(part, f"{path}.{key}"))
+        values, lengths = parts
+        if values.ndim != 1 or lengths.ndim != 1 or values.dtype.kind not in "iu":
+            raise HotsetError(f"{self.where}: {path[6:]}: rows need 1-D integer arrays")
+        if lengths.dtype.kind not in "iu" or (lengths < 0).any() or lengths.sum() != len(values):
+            raise HotsetError(f"{self.where}: {path[6:]}: row lengths do not add up")
+        cuts = np.cumsum(lengths)[:-1]
+        return [r.tolist() for r in np.split(values, cuts)] if len(lengths) else []
 
     def _array(self, node: dict[str, Any]) -> np.ndarray:
         dtype = np.dtype(_str(node, "dtype", tuple(sorted(DTYPES))))
@@ -268,17 +324,26 @@ class _Unpacker:
             or not all(type(s) is int and 0 <= s < 2**40 for s in shape)
         ):
             raise HotsetError(f"shape must be a list of sizes, got {_show(shape)}")
-        if node.get(MARK) == "list" and not 1 <= len(shape) <= 2:
-            raise HotsetError("a packed list must be 1-D (numbers) or 2-D (rows)")
+        if node.get(MARK) == "list" and len(shape) != 1:
+            raise HotsetError("a packed list must be 1-D")
         count = math.prod(shape)
         if type(node.get("codec")) is str and node["codec"] == "same":
             ref = _int(node, "as")
             if not 0 <= ref < len(self.arrays):
                 raise HotsetError(f"refers to array {ref}, which is not before it")
-            arr = self.arrays[ref]
-            if arr.dtype != dtype or list(arr.shape) != shape:
+            arr, masked = self.arrays[ref], node.get("nan") is not None
+            if arr.dtype != dtype or not (
+                list(arr.shape) == shape or (masked and arr.ndim == len(shape) == 1)
+            ):
                 raise HotsetError("refers to an array of another dtype or shape")
-            return arr.copy()
+            if len(arr) < count:
+                raise HotsetError(f"refers to an array of {len(arr)} values, not {count}")
+            arr = arr[:count].copy() if masked else arr.copy()
+            if masked:  # the start of the earlier one, but where it holds NaN
+                if dtype.kind != "f" or not isinstance(node["nan"], dict):
+                    raise HotsetError("only a float array's reference holds a NaN mask")
+                arr[decode_flat(node["nan"], np.dtype(np.bool_), count)] = np.nan
+            return arr
         return decode_flat(node, dtype, count).reshape(shape)
 
 
