@@ -160,3 +160,114 @@ def test_a_state_holds_no_numpy_object_anywhere(
         torch.save(state, buf)
         buf.seek(0)
         torch.load(buf, weights_only=True)
+
+
+# -- states saved by the previous format -------------------------------------------------
+V1_DIR = Path(__file__).parent / "data"
+V1_N = 48
+
+
+class _Items(torch.utils.data.Dataset[Any]):
+    """The in-memory set the version 1 states were saved on (see the test below)."""
+
+    def __len__(self) -> int:
+        return V1_N
+
+    def __getitem__(self, i: int) -> tuple[bytes, int]:
+        return b"", 0
+
+
+def _v1_read(i: int) -> bytes:
+    return bytes([i % 251]) * (20 + (i * 7) % 41)
+
+
+def _v1_loader(system: str, tmp: Path) -> HotsetLoader:
+    data = hotset.from_dataset(
+        _Items(), read=_v1_read, decode="bytes", labels=[i % 3 for i in range(V1_N)]
+    )
+    extra = {"package_dir": tmp / "packages"} if system == "icache" else {}
+    return hotset.loader(data, system=system, cache=0.3, batch_size=8, seed=4, **extra)
+
+
+@pytest.mark.parametrize("system", ["lru", "shade", "icache"])
+def test_a_version_1_state_still_resumes_exactly(tmp_path: Path, system: str) -> None:
+    """``data/state_v1_<system>.pt`` were saved by hotset at commit df7945f (numpy arrays
+    inside, so read here with weights_only=False, as such a file must be): 3 batches
+    into epoch 1 of this loader, fed ``loss_of``. Resumed now, it yields the rest of
+    the epoch the uninterrupted run does, and saves a version 2 state."""
+    state = torch.load(V1_DIR / f"state_v1_{system}.pt", weights_only=False)
+    assert state["version"] == 1
+    with _v1_loader(system, tmp_path) as straight:
+        run_epoch(straight, 0)
+        want = run_epoch(straight, 1)
+        want_rows = straight.decisions().rows()
+    with _v1_loader(system, tmp_path) as resumed:
+        resumed.load_state_dict(state)
+        got = run_epoch(resumed, 1)
+        assert _ids_and_bytes(got) == _ids_and_bytes(want[3:])
+        assert resumed.decisions().rows() == want_rows
+        again = _saved(resumed.state_dict(), tmp_path / "v2.pt")
+        assert again["version"] == 2 and _walk(again) == []
+
+
+def test_an_unknown_version_is_refused_naming_the_versions_read(dataset_dir: Path) -> None:
+    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    with hotset.loader(data, system="lru", batch_size=BATCH) as loader:
+        state = loader.state_dict()
+        with pytest.raises(hotset.HotsetError, match="version 3 is not supported.*1 and 2"):
+            loader.load_state_dict({**state, "version": 3})
+
+
+# -- the size of a state -------------------------------------------------------------------
+BIG = 200_000
+
+
+class _Blank(torch.utils.data.Dataset[Any]):
+    def __len__(self) -> int:
+        return BIG
+
+    def __getitem__(self, i: int) -> tuple[bytes, int]:
+        return b"", 0
+
+
+def _eight_bytes(i: int) -> bytes:
+    return i.to_bytes(8, "little")
+
+
+def _float32_losses(ids: torch.Tensor, epoch: int) -> torch.Tensor:
+    """Losses as a model gives them: float32 with a full mantissa (-log of a hashed uniform)."""
+    x = ids.numpy().astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(epoch + 1)
+    x ^= x >> np.uint64(31)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(29)
+    u = ((x >> np.uint64(40)).astype(np.float32) + 0.5) / np.float32(2**24)
+    return torch.from_numpy(-np.log(u))
+
+
+@pytest.mark.parametrize(
+    ("system", "feedback", "bound"), [("lru", True, 8.0), ("shade", True, 8.0), ("lru", False, 1.0)]
+)
+def test_a_state_takes_at_most_a_few_bytes_per_sample(
+    system: str, feedback: bool, bound: float
+) -> None:
+    """200,000 ids, an epoch of float32 losses and half the next, saved with torch.save:
+    at most 8 bytes a sample (it was about 150). Without losses, at most 1 byte: the
+    rest is what the losses themselves take, about 3.4 bytes each kept (the latest per
+    sample, and this epoch's so far; older ones for the table's history after more
+    epochs)."""
+    data = hotset.from_dataset(
+        _Blank(), read=_eight_bytes, decode="bytes", sizes=np.full(BIG, 8), labels=np.zeros(BIG)
+    )
+    with hotset.loader(
+        data, system=system, cache=0.1, batch_size=1024, seed=0, verify=False
+    ) as loader:
+        for epoch, stop in ((0, None), (1, BIG // 1024 // 2)):
+            loader.set_epoch(epoch)
+            for i, (_, _, ids, _) in enumerate(loader):
+                if feedback:
+                    loader.update(ids, _float32_losses(ids, epoch))
+                if i + 1 == stop:
+                    break
+        buf = io.BytesIO()
+        torch.save(loader.state_dict(), buf)
+    assert buf.tell() / BIG <= bound

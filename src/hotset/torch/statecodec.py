@@ -336,8 +336,8 @@ class _Unpacker:
                 list(arr.shape) == shape or (masked and arr.ndim == len(shape) == 1)
             ):
                 raise HotsetError("refers to an array of another dtype or shape")
-            if len(arr) < count:
-                raise HotsetError(f"refers to an array of {len(arr)} values, not {count}")
+            if arr.size < count:
+                raise HotsetError(f"refers to an array of {arr.size} values, not {count}")
             arr = arr[:count].copy() if masked else arr.copy()
             if masked:  # the start of the earlier one, but where it holds NaN
                 if dtype.kind != "f" or not isinstance(node["nan"], dict):
