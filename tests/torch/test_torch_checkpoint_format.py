@@ -214,7 +214,7 @@ def test_an_unknown_version_is_refused_naming_the_versions_read(dataset_dir: Pat
     data = hotset.open_dataset(dataset_dir, decode="bytes")
     with hotset.loader(data, system="lru", batch_size=BATCH) as loader:
         state = loader.state_dict()
-        with pytest.raises(hotset.HotsetError, match="version 3 is not supported.*1 and 2"):
+        with pytest.raises(hotset.HotsetError, match=r"version 3 is not supported.*1 and 2"):
             loader.load_state_dict({**state, "version": 3})
 
 
