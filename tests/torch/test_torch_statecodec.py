@@ -96,13 +96,18 @@ def _tensors(node: Any) -> list[torch.Tensor]:
     return []
 
 
-def test_a_policys_copy_of_the_tables_scores_is_a_reference_and_a_mask() -> None:
-    scores = np.random.default_rng(5).random(20_000)
-    ghost = scores[:19_990].copy()  # shorter: a cache that grew its table by itself
+def test_a_policys_copy_of_the_tables_arrays_is_a_reference() -> None:
+    """APP's ghost scores are the table's where known (NaN else), its access counts the
+    table's; both only as long as the ids it has seen."""
+    rng = np.random.default_rng(5)
+    scores, counts = rng.random(20_000), rng.integers(0, 9, 20_000)
+    ghost = scores[:19_990].copy()
     ghost[::7] = np.nan
-    packed = pack({"table": scores, "ghost": ghost})
-    assert packed["ghost"]["codec"] == "same"
-    assert _same(unpack(_through_torch(packed))["ghost"], ghost)
+    state = {"scores": scores, "counts": counts, "ghost": ghost, "freq": counts[:19_990]}
+    packed = pack(state)
+    assert packed["ghost"]["codec"] == packed["freq"]["codec"] == "same"
+    back = unpack(_through_torch(packed))
+    assert _same(back["ghost"], ghost) and _same(back["freq"], counts[:19_990])
 
 
 def test_lists_of_ints_floats_and_rows_come_back_as_python_lists() -> None:

@@ -21,10 +21,10 @@ array gets the smallest of a few lossless forms:
   float32; few distinct values (rank-based scores, a constant) as a dictionary
   of them and a narrow index; the rest byte-grouped and zlib-compressed when that
   helps;
-* an array equal to one packed earlier in the same state: a reference to it; a
-  1-D float array equal to the start of an earlier one but where it holds NaN (a
-  cache's copy of the table's scores of the ids it was told of): a reference and
-  a mask of its NaNs.
+* an array equal to one packed earlier in the same state, or a 1-D one equal to
+  the start of one (but where it holds NaN: then with a mask of its NaNs): a
+  reference to it (a cache's copy of the table's counts, or of its scores of the
+  ids it was told of).
 
 A list of ints or floats is packed the same way, and a list of lists of ints as
 their concatenation and lengths; both unpack to the same lists of Python numbers.
@@ -71,8 +71,8 @@ class _Packer:
 
     def __init__(self) -> None:
         self.seen: dict[tuple[str, tuple[int, ...], str], tuple[int, np.ndarray]] = {}
-        #: earlier 1-D float arrays by dtype: candidates for a reference with NaNs
-        self.floats: dict[str, list[tuple[int, np.ndarray]]] = {}
+        #: earlier 1-D arrays by dtype: what a later one may be the start of
+        self.lines: dict[str, list[tuple[int, np.ndarray]]] = {}
         self.count = 0
 
     def node(self, value: Any, path: str) -> Any:
@@ -141,28 +141,30 @@ class _Packer:
         if earlier is not None and np.array_equal(earlier[1].view(np.uint8), flat.view(np.uint8)):
             return {**head, "codec": "same", "as": earlier[0]}
         self.seen[key] = (index, flat)
-        if flat.dtype.kind == "f" and arr.ndim == 1 and flat.size >= MIN_LIST:
-            earlier_floats = self.floats.setdefault(flat.dtype.name, [])
-            same = self._same_but_nan(flat, earlier_floats)
-            earlier_floats.append((index, flat))
+        if arr.ndim == 1 and flat.size >= MIN_LIST:
+            lines = self.lines.setdefault(flat.dtype.name, [])
+            same = self._start_of(flat, lines)
+            lines.append((index, flat))
             if same is not None:
                 return {**head, **same}
         return {**head, **encode_flat(flat)}
 
     @staticmethod
-    def _same_but_nan(flat: np.ndarray, earlier: list[tuple[int, np.ndarray]]) -> Any:
-        """A reference to an earlier 1-D array that starts with ``flat`` wherever ``flat``
-        is not NaN (a cache's scores of the ids it was told of: the table's, NaN else)."""
-        nan = np.isnan(flat)
-        if not nan.any() or not len(earlier):
-            return None
+    def _start_of(flat: np.ndarray, earlier: list[tuple[int, np.ndarray]]) -> Any:
+        """A reference to an earlier 1-D array that starts with ``flat``, but where
+        ``flat`` holds NaN: a cache's copy of the table's counts, or of its scores of
+        the ids it was told of (NaN for the others), trimmed to the ids it has seen."""
         bits = flat.view(f"u{flat.dtype.itemsize}")
-        if (bits[nan] != np.array(np.nan, dtype=flat.dtype).view(bits.dtype)).any():
-            return None  # a NaN with a payload of its own: not restored by a mask
+        nan = np.zeros(len(flat), dtype=bool)
+        if flat.dtype.kind == "f":
+            nan = np.isnan(flat)
+            if (bits[nan] != np.array(np.nan, dtype=flat.dtype).view(bits.dtype)).any():
+                return None  # a NaN with a payload of its own: a mask would not restore it
         for index, other in reversed(earlier[-4:]):
             start = other[: len(flat)].view(bits.dtype)
             if len(start) == len(flat) and np.array_equal(bits[~nan], start[~nan]):
-                return {"codec": "same", "as": index, "nan": encode_flat(nan)}
+                masked = {"nan": encode_flat(nan)} if nan.any() else {}
+                return {"codec": "same", "as": index, **masked}
         return None
 
 
@@ -331,15 +333,12 @@ class _Unpacker:
             ref = _int(node, "as")
             if not 0 <= ref < len(self.arrays):
                 raise HotsetError(f"refers to array {ref}, which is not before it")
-            arr, masked = self.arrays[ref], node.get("nan") is not None
-            if arr.dtype != dtype or not (
-                list(arr.shape) == shape or (masked and arr.ndim == len(shape) == 1)
-            ):
+            arr = self.arrays[ref]
+            line = arr.ndim == len(shape) == 1 and arr.size >= count
+            if arr.dtype != dtype or not (list(arr.shape) == shape or line):
                 raise HotsetError("refers to an array of another dtype or shape")
-            if arr.size < count:
-                raise HotsetError(f"refers to an array of {arr.size} values, not {count}")
-            arr = arr[:count].copy() if masked else arr.copy()
-            if masked:  # the start of the earlier one, but where it holds NaN
+            arr = arr[:count].copy() if line else arr.copy()
+            if node.get("nan") is not None:  # the earlier one, but where it holds NaN
                 if dtype.kind != "f" or not isinstance(node["nan"], dict):
                     raise HotsetError("only a float array's reference holds a NaN mask")
                 arr[decode_flat(node["nan"], np.dtype(np.bool_), count)] = np.nan
