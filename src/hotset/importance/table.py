@@ -28,6 +28,7 @@ IntArray = npt.NDArray[np.int64]
 
 #: the score of a sample that was never trained on (SHADE's initial weight)
 DEFAULT_SCORE = 1.0
+_NAN_BITS = np.array(np.nan).view(np.uint64)
 
 
 def _to_numpy(values: Any) -> np.ndarray:
@@ -234,7 +235,7 @@ class ImportanceTable:
         if not np.array_equal(self._ring_writes, self._counts):
             state["ring_writes"] = self._ring_writes.copy()
         trained = self._counts > 0
-        if np.isnan(self._losses[~trained]).all():
+        if _all_nan(self._losses[~trained]):
             state["trained_losses"] = self._losses[trained]
         else:
             state["losses"] = self._losses.copy()
@@ -243,7 +244,7 @@ class ImportanceTable:
         unwritten = ~older
         unwritten[rows, newest[rows]] = False
         ring = self._ring
-        if np.isnan(ring[unwritten]).all() and np.array_equal(
+        if _all_nan(ring[unwritten]) and np.array_equal(
             ring[rows, newest[rows]].view(np.uint64), self._losses[rows].view(np.uint64)
         ):
             state["ring_older"] = ring[older]
@@ -309,6 +310,12 @@ def _array(state: Mapping[str, Any], key: str, shape: tuple[int, ...], dtype: ty
     if arr.shape != shape:
         raise HotsetError(f"importance table state: {key} has shape {arr.shape}, expected {shape}")
     return arr.astype(dtype, copy=True)
+
+
+def _all_nan(values: FloatArray) -> bool:
+    """Whether every value is the NaN a fresh table holds, bit for bit (what a restore
+    writes back where nothing was stored)."""
+    return bool((values.view(np.uint64) == _NAN_BITS).all())
 
 
 def _ring_slots(writes: IntArray, h: int) -> tuple[npt.NDArray[np.bool_], IntArray]:
