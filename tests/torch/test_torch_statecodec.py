@@ -86,6 +86,21 @@ def test_what_states_hold_packs_small_and_comes_back(arr: np.ndarray) -> None:
         assert data < arr.nbytes / 2  # every one of these has structure to exploit
 
 
+@pytest.mark.parametrize(
+    "arr",
+    [
+        # few values in the probe, too many in the whole for a dictionary
+        np.concatenate([np.ones(70_000), np.random.default_rng(10).random(200_000)]),
+        # a dictionary of 3,000 values (a two-byte index)
+        np.random.default_rng(11).choice(np.random.default_rng(12).random(3_000), 300_000),
+        # planes that compress (zeros) beside planes that do not (random bytes)
+        np.random.default_rng(13).integers(0, 2**24, 300_000, dtype=np.int64) << 20,
+    ],
+)
+def test_arrays_past_the_probes_come_back(arr: np.ndarray) -> None:
+    assert _same(unpack(_through_torch(pack({"a": arr})))["a"], arr)
+
+
 def _tensors(node: Any) -> list[torch.Tensor]:
     if isinstance(node, torch.Tensor):
         return [node]
