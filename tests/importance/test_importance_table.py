@@ -228,3 +228,83 @@ def test_state_dict_shape_mismatch() -> None:
     broken["scores"] = np.zeros(4)
     with pytest.raises(HotsetError, match="scores"):
         ImportanceTable(5).load_state_dict(broken)
+
+
+def _raw(table: ImportanceTable) -> tuple[bytes, ...]:
+    """Every array of the table, bit for bit (what a resume must give back)."""
+    return tuple(
+        getattr(table, f"_{k}").tobytes()
+        for k in ("losses", "scores", "counts", "last_epoch", "ring", "ring_writes", "window")
+    )
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(
+    per_sample=st.integers(min_value=0, max_value=4),
+    steps=st.lists(st.lists(st.integers(min_value=0, max_value=11), max_size=15), max_size=12),
+)
+def test_state_dict_leaves_out_what_it_repeats_and_restores_every_bit(
+    per_sample: int, steps: list[list[int]]
+) -> None:
+    """Counts double as ring writes, untrained losses are NaN and each id's newest ring
+    slot is its loss: none of it is stored, all of it comes back (duplicates, wraps)."""
+    rng = np.random.default_rng(len(steps))
+    table = ImportanceTable(12, history=8, per_sample_history=per_sample)
+    for epoch, ids in enumerate(steps):
+        table.update(ids, rng.random(len(ids)), epoch=epoch, scores=rng.random(len(ids)))
+    state = table.state_dict()
+    counts = table.snapshot().counts
+    assert state["ring_writes"] is None and "ring" not in state and "losses" not in state
+    assert len(state["trained_losses"]) == int((counts > 0).sum())
+    kept = np.maximum(np.minimum(counts, per_sample) - 1, 0)
+    assert len(state["ring_older"]) == int(kept.sum())
+    restored = ImportanceTable(12, history=8, per_sample_history=per_sample)
+    restored.load_state_dict(state)
+    assert _raw(restored) == _raw(table)
+
+
+def test_a_table_breaking_those_rules_is_stored_whole_and_restored_exactly() -> None:
+    """A table loaded from an odd state (a loss without a count, a value in a ring slot
+    not yet written, writes apart from counts) keeps every array as it is."""
+    table = ImportanceTable(5, per_sample_history=3)
+    table.update([0, 1, 1], [0.5, 0.25, 0.75], epoch=0)
+    table._losses[4] = 2.0  # no count
+    table._ring[0, 2] = 9.0  # id 0 was written once: slot 2 is not yet written
+    table._ring_writes[3] = 7
+    state = table.state_dict()
+    assert {"losses", "ring"} <= set(state) and state["ring_writes"] is not None
+    restored = ImportanceTable(5, per_sample_history=3)
+    restored.load_state_dict(state)
+    assert _raw(restored) == _raw(table)
+
+
+def test_a_state_in_the_old_form_of_whole_arrays_still_loads() -> None:
+    """Version 1 checkpoints hold the table as it was stored before: every array whole."""
+    table = ImportanceTable(6, per_sample_history=2)
+    for epoch in range(3):
+        table.update([0, 2, 2, 5], [0.1 + epoch, 0.2, 0.3, 0.4], epoch=epoch)
+    old = {
+        "n": 6,
+        "history": table.history,
+        "per_sample_history": 2,
+        "version": table.version,
+        "window_writes": table._window_writes,
+        **{k: getattr(table, f"_{k}").copy() for k in ("losses", "scores", "counts")},
+        **{k: getattr(table, f"_{k}").copy() for k in ("last_epoch", "ring", "ring_writes")},
+        "window": table._window.copy(),
+    }
+    restored = ImportanceTable(6, per_sample_history=2)
+    restored.load_state_dict(old)
+    assert _raw(restored) == _raw(table)
+
+
+def test_a_compact_state_of_the_wrong_length_is_named() -> None:
+    table = ImportanceTable(4, per_sample_history=2)
+    table.update([0, 1, 1], [0.5, 0.25, 0.75], epoch=0)
+    state = table.state_dict()
+    with pytest.raises(HotsetError, match=r"ring_older has shape \(0,\), expected \(1,\)"):
+        ImportanceTable(4, per_sample_history=2).load_state_dict({**state, "ring_older": []})
+    with pytest.raises(HotsetError, match=r"trained_losses has shape \(3,\), expected \(2,\)"):
+        ImportanceTable(4, per_sample_history=2).load_state_dict(
+            {**state, "trained_losses": [1.0, 2.0, 3.0]}
+        )

@@ -29,7 +29,7 @@ def main() -> None:
     served: dict[int, list[int]] = {}
     with hotset.loader(data, system="shade", cache="30%", batch_size=16, seed=5) as loader:
         if mode == "second":
-            loader.load_state_dict(torch.load(f"{out}/state{rank}.pt", weights_only=False))
+            loader.load_state_dict(torch.load(f"{out}/state{rank}.pt"))  # weights_only=True
         start = 1 if mode == "second" else 0
         for epoch in range(start, 3):
             loader.set_epoch(epoch)

@@ -28,6 +28,7 @@ IntArray = npt.NDArray[np.int64]
 
 #: the score of a sample that was never trained on (SHADE's initial weight)
 DEFAULT_SCORE = 1.0
+_NAN_BITS = np.array(np.nan).view(np.uint64)
 
 
 def _to_numpy(values: Any) -> np.ndarray:
@@ -208,59 +209,126 @@ class ImportanceTable:
 
     # -- resumption -------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {
+        """The table's arrays, without what they repeat of one another.
+
+        A checkpoint of a large data set is mostly this table, so what can be
+        derived is left out, exactly: ``ring_writes`` is None while it equals
+        ``counts`` (each loss written is counted once); ``trained_losses`` holds the
+        losses of the ids trained on (an untrained id's is NaN); ``ring_older`` each
+        id's older past losses, in slot order (its newest is its loss, and a slot
+        not yet written is NaN). Where a loaded state broke one of these rules the
+        whole array is kept instead (``losses``, ``ring``), so a state is always
+        exact. :meth:`load_state_dict` reads either form.
+        """
+        state: dict[str, Any] = {
             "n": self.n,
             "history": self.history,
             "per_sample_history": self.per_sample_history,
             "version": self.version,
-            "losses": self._losses.copy(),
-            "scores": self._scores.copy(),
             "counts": self._counts.copy(),
+            "scores": self._scores.copy(),
             "last_epoch": self._last_epoch.copy(),
-            "ring": self._ring.copy(),
-            "ring_writes": self._ring_writes.copy(),
+            "ring_writes": None,
             "window": self._window.copy(),
             "window_writes": self._window_writes,
         }
+        if not np.array_equal(self._ring_writes, self._counts):
+            state["ring_writes"] = self._ring_writes.copy()
+        trained = self._counts > 0
+        if _all_nan(self._losses[~trained]):
+            state["trained_losses"] = self._losses[trained]
+        else:
+            state["losses"] = self._losses.copy()
+        older, newest = _ring_slots(self._ring_writes, self.per_sample_history)
+        rows = np.flatnonzero(newest >= 0)
+        unwritten = ~older
+        unwritten[rows, newest[rows]] = False
+        ring = self._ring
+        if _all_nan(ring[unwritten]) and np.array_equal(
+            ring[rows, newest[rows]].view(np.uint64), self._losses[rows].view(np.uint64)
+        ):
+            state["ring_older"] = ring[older]
+        else:
+            state["ring"] = ring.copy()
+        return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore a :meth:`state_dict`; the shape must match this table's."""
-        for key in ("n", "history", "per_sample_history"):
+        """Restore a :meth:`state_dict` (either form); the shape must match this table's."""
+        for key in ("n", "history", "per_sample_history", "version", "window_writes"):
             if key not in state:
                 raise HotsetError(f"importance table state: missing {key!r}")
+        for key in ("n", "history", "per_sample_history"):
             if int(state[key]) != getattr(self, key):
                 raise HotsetError(
                     f"importance table state: {key}={state[key]} does not match this table's "
                     f"{getattr(self, key)}"
                 )
-        shapes = {
-            "losses": (self.n,),
-            "scores": (self.n,),
-            "counts": (self.n,),
-            "last_epoch": (self.n,),
-            "ring": (self.n, self.per_sample_history),
-            "ring_writes": (self.n,),
-            "window": (self.history,),
-        }
-        for key in ("version", "window_writes"):
-            if key not in state:
-                raise HotsetError(f"importance table state: missing {key!r}")
-        arrays = {}
-        for key, shape in shapes.items():
-            if key not in state:
-                raise HotsetError(f"importance table state: missing {key!r}")
-            arr = np.asarray(state[key])
-            if arr.shape != shape:
-                raise HotsetError(
-                    f"importance table state: {key} has shape {arr.shape}, expected {shape}"
-                )
-            arrays[key] = arr
+        n = self.n
+        counts = _array(state, "counts", (n,), np.int64)
+        writes = counts.copy()
+        if state.get("ring_writes") is not None:
+            writes = _array(state, "ring_writes", (n,), np.int64)
+        if (writes < 0).any():
+            raise HotsetError("importance table state: ring_writes holds a negative count")
+        losses = self._restored_losses(state, counts)
+        ring = self._restored_ring(state, writes, losses)
+        scores = _array(state, "scores", (n,), np.float64)
+        last_epoch = _array(state, "last_epoch", (n,), np.int64)
+        window = _array(state, "window", (self.history,), np.float64)
         self.version = int(state["version"])
-        self._losses = arrays["losses"].astype(np.float64, copy=True)
-        self._scores = arrays["scores"].astype(np.float64, copy=True)
-        self._counts = arrays["counts"].astype(np.int64, copy=True)
-        self._last_epoch = arrays["last_epoch"].astype(np.int64, copy=True)
-        self._ring = arrays["ring"].astype(np.float64, copy=True)
-        self._ring_writes = arrays["ring_writes"].astype(np.int64, copy=True)
-        self._window = arrays["window"].astype(np.float64, copy=True)
+        self._counts, self._ring_writes, self._losses, self._ring = counts, writes, losses, ring
+        self._scores, self._last_epoch, self._window = scores, last_epoch, window
         self._window_writes = int(state["window_writes"])
+
+    def _restored_losses(self, state: Mapping[str, Any], counts: IntArray) -> FloatArray:
+        if "trained_losses" not in state:
+            return _array(state, "losses", (self.n,), np.float64)
+        trained = counts > 0
+        losses = np.full(self.n, np.nan, dtype=np.float64)
+        losses[trained] = _array(state, "trained_losses", (int(trained.sum()),), np.float64)
+        return losses
+
+    def _restored_ring(
+        self, state: Mapping[str, Any], writes: IntArray, losses: FloatArray
+    ) -> FloatArray:
+        h = self.per_sample_history
+        if "ring_older" not in state:
+            return _array(state, "ring", (self.n, h), np.float64)
+        older, newest = _ring_slots(writes, h)
+        ring = np.full((self.n, h), np.nan, dtype=np.float64)
+        ring[older] = _array(state, "ring_older", (int(older.sum()),), np.float64)
+        rows = np.flatnonzero(newest >= 0)
+        ring[rows, newest[rows]] = losses[rows]
+        return ring
+
+
+def _array(state: Mapping[str, Any], key: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """``state[key]`` as a fresh array of ``dtype``, or an error naming the key and shapes."""
+    if key not in state:
+        raise HotsetError(f"importance table state: missing {key!r}")
+    arr = np.asarray(state[key])
+    if arr.shape != shape:
+        raise HotsetError(f"importance table state: {key} has shape {arr.shape}, expected {shape}")
+    return arr.astype(dtype, copy=True)
+
+
+def _all_nan(values: FloatArray) -> bool:
+    """Whether every value is the NaN a fresh table holds, bit for bit (what a restore
+    writes back where nothing was stored)."""
+    return bool((values.view(np.uint64) == _NAN_BITS).all())
+
+
+def _ring_slots(writes: IntArray, h: int) -> tuple[npt.NDArray[np.bool_], IntArray]:
+    """Each id's older written ring slots (mask), and its newest slot (-1: none yet).
+
+    An id written ``w`` times holds its last ``min(w, h)`` losses: slots
+    ``0 .. w-1`` until the ring is full, then every slot; the newest is
+    ``(w - 1) % h``.
+    """
+    older = np.arange(h)[None, :] < np.minimum(writes, h)[:, None]
+    if h == 0:
+        return older, np.full(len(writes), -1, dtype=np.int64)
+    newest = np.where(writes > 0, (writes - 1) % h, -1)
+    rows = np.flatnonzero(newest >= 0)
+    older[rows, newest[rows]] = False
+    return older, newest

@@ -259,9 +259,13 @@ class ScoredCache(Policy):
 
     # -- resumption -------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
+        """The ghost table and counts without their growth padding (unscored, unseen ids
+        past the last known one: restored as if never grown, which nothing can tell)."""
+        known = np.flatnonzero(~np.isnan(self._ghost) | (self._freq != 0))
+        end = int(known[-1]) + 1 if len(known) else 0
         return {
-            "ghost": self._ghost.copy(),
-            "freq": self._freq.copy(),
+            "ghost": self._ghost[:end].copy(),
+            "freq": self._freq[:end].copy(),
             "resident": sorted(self._resident),
             "used_bytes": self.used_bytes,
             "used_items": self.used_items,

@@ -334,18 +334,24 @@ class ICache(Policy):
 
     # -- resumption -------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
+        """Plain lists; the H-cache and the shadow heap as columns (ids, keys), which a
+        checkpoint packs into two arrays where pairs would cost a list each."""
+
         def arr(a: npt.NDArray[np.float64] | None) -> list[float] | None:
             return None if a is None else [float(x) for x in a]
 
+        shadow = self._shadow
         return {
-            "h": [[sid, key] for sid, key in self._h.items()],
+            "h_ids": list(self._h),
+            "h_keys": list(self._h.values()),
             "l": self._l.items(),
             "unserved_l": self._unserved_l.items(),
             "unserved_h": self._unserved_h.items(),
             "pending": None if self._pending is None else sorted(self._pending),
             "scores": arr(self._scores),
             "next": arr(self._next),
-            "shadow": None if self._shadow is None else [[k, s] for k, s in self._shadow],
+            "shadow_keys": None if shadow is None else [k for k, _ in shadow],
+            "shadow_ids": None if shadow is None else [s for _, s in shadow],
             "hot": None if self._hot is None else sorted(self._hot),
             "cap_h": self.cap_h,
             "f": [self.f_h, self.f_l],
@@ -356,6 +362,8 @@ class ICache(Policy):
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`, or the pairs (``h``, ``shadow``) states held before."""
+        state = _columns(state)
         for key in ("h", "l", "unserved_l", "unserved_h", "scores", "next", "shadow", "hot"):
             if key not in state:
                 raise HotsetError(f"icache state: missing {key!r}")
@@ -383,3 +391,16 @@ class ICache(Policy):
         self._rng = np.random.default_rng()
         self._rng.bit_generator.state = dict(state["rng"])
         self.epoch = int(state["epoch"])
+
+
+def _columns(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A state's ``h`` and ``shadow`` as (id, key) and (key, id) pairs, from either form."""
+    if "h_ids" not in state:
+        return state  # the pairs themselves
+    for key in ("h_keys", "shadow_keys", "shadow_ids"):
+        if key not in state:
+            raise HotsetError(f"icache state: missing {key!r}")
+    shadow = None
+    if state["shadow_keys"] is not None or state["shadow_ids"] is not None:
+        shadow = list(zip(state["shadow_keys"], state["shadow_ids"], strict=True))
+    return {**state, "h": list(zip(state["h_ids"], state["h_keys"], strict=True)), "shadow": shadow}

@@ -8,6 +8,16 @@ to where it stopped (:meth:`~hotset.engine.planner.Planner.replay`), so the
 resumed epoch makes the decisions the interrupted one made. A state is checked
 whole before anything of it is restored (:mod:`hotset.torch.state`), and a
 restore that fails half-way puts the loader back as it was.
+
+What a state is made of (version 2): plain Python values and uint8 tensors,
+nothing else, so ``torch.load`` reads it with its default ``weights_only=True``
+(Lightning's resume among others). Its arrays are packed losslessly and
+compactly (:mod:`hotset.torch.statecodec`), and what the resume re-derives is
+not stored: the epoch's order follows from the System's start state and the
+epoch, and the ids of the feedback given so far are stored as their difference
+from the ids the order put in the batch the loop held (zero unless a sample was
+substituted or the loop reported other ids), which packs to almost nothing.
+Version 1 states (numpy arrays inside) are still read.
 """
 
 from __future__ import annotations
@@ -25,11 +35,13 @@ from hotset.engine.planner import Planner
 from hotset.errors import HotsetError
 from hotset.systems.base import System
 from hotset.torch.report import EpochStats
-from hotset.torch.state import check_loader_state
+from hotset.torch.state import check_loader_state, readable_state
+from hotset.torch.statecodec import pack
 
 __all__ = ["STATE_VERSION", "Checkpoints", "load_system_state", "system_state"]
 
-STATE_VERSION = 1
+#: the version :meth:`Checkpoints.state_dict` writes (:data:`hotset.torch.state.VERSIONS` are read)
+STATE_VERSION = 2
 
 
 def system_state(system: System) -> dict[str, Any]:
@@ -38,9 +50,9 @@ def system_state(system: System) -> dict[str, Any]:
         policy = system.policy.state_dict()
     except NotImplementedError as exc:
         raise HotsetError(f"system {system.name!r}: {exc}; its loader cannot checkpoint") from None
-    return {
-        "policy": policy,
+    return {  # the table first: a policy's copy of its scores then packs as a reference
         "table": system.table.state_dict(),
+        "policy": policy,
         "val_accuracy": list(system.val_accuracy),
         "train_loss": list(system.train_loss),
     }
@@ -99,7 +111,13 @@ class Checkpoints:
         def _abandon_unwritten(self, *, clear: bool) -> None: ...
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume exactly: at epoch boundaries and mid-epoch."""
+        """Everything needed to resume exactly, at epoch boundaries and mid-epoch, as
+        plain Python values and tensors: ``torch.load(path)`` reads it as it is."""
+        state: dict[str, Any] = pack(self._raw_state())
+        return state
+
+    def _raw_state(self) -> dict[str, Any]:
+        """The state before packing: numpy arrays where the state has arrays."""
         running = self._status in ("running", "finished")
         return {
             **self._identity(),
@@ -111,13 +129,45 @@ class Checkpoints:
             "yielded": self._yielded,
             "updates": self._updates,
             "system_state": self._start_state if running else system_state(self.system),
-            "feedback": self._planner.feedback_state() if running else None,
+            "feedback": self._feedback_columns() if running else None,
             "outstanding": self._outstanding.copy() if running else None,
             "pending_val": self._pending_val,
             "history": [s.state() for s in self._history],
             "coverage": self._coverage.state_dict(),
             "current": self._current.state() if self._current is not None else None,
         }
+
+    def _feedback_columns(self) -> dict[str, Any]:
+        """This epoch's feedback as columns: one row per ``update`` call, and every
+        (id, loss) in call order, each id as its difference from the predicted one."""
+        fb = self._planner.feedback_state()
+        tags = np.asarray(fb["tags"], dtype=np.int64)
+        lengths = np.array([len(ids) for ids in fb["ids"]], dtype=np.int64)
+        ids = np.concatenate([np.zeros(0, np.int64), *fb["ids"]]).astype(np.int64)
+        losses = np.concatenate([np.zeros(0), *fb["losses"]]).astype(np.float64)
+        return {
+            "tags": tags,
+            "lengths": lengths,
+            "ids_minus_order": ids - self._predicted(tags, lengths),
+            "losses": losses,
+            "applied_at": np.asarray(fb["applied_at"], dtype=np.int64),
+        }
+
+    def _predicted(self, tags: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> Any:
+        """The ids each ``update`` call is expected to report: its batch's, in order.
+
+        Call ``i`` (tagged with the batch the loop held, ``lengths[i]`` ids) is
+        expected to report ``order[tag * batch_size + j]`` for its ``j``-th id;
+        past the end of the order, 0.
+        """
+        order = self._planner.order
+        total = int(lengths.sum())
+        start = tags * self.batch_size - (np.cumsum(lengths) - lengths)
+        at = np.repeat(start, lengths) + np.arange(total, dtype=np.int64)
+        inside = (at >= 0) & (at < len(order))
+        out = np.zeros(total, dtype=np.int64)
+        out[inside] = order[at[inside]]
+        return out
 
     def _identity(self) -> dict[str, Any]:
         """What a state must share with this loader to resume in it, the budget this
@@ -142,9 +192,10 @@ class Checkpoints:
         state that cannot be restored is a :class:`HotsetError` naming what is
         wrong, and leaves the loader as it was (:mod:`hotset.torch.state`).
         """
+        state = readable_state(state)
         check_loader_state(state, self._identity())
         try:
-            before: dict[str, Any] | None = self.state_dict()
+            before: dict[str, Any] | None = self._raw_state()
         except HotsetError:
             before = None  # a system that cannot checkpoint has nothing to roll back to
         try:
@@ -183,22 +234,47 @@ class Checkpoints:
         self._begin_epoch(epoch)
         self._epoch_set = bool(state["epoch_set"])
         self._pending_val = state["pending_val"]
-        fb = state["feedback"]
-        feedback = [
-            Feedback(int(t), np.asarray(i, dtype=np.int64), np.asarray(v, dtype=np.float64))
-            for t, i, v in zip(fb["tags"], fb["ids"], fb["losses"], strict=True)
-        ]
+        feedback, applied_at = self._feedback_rows(state["feedback"])
         yielded = int(state["yielded"])
         if yielded > self._planner.n_batches:
             raise HotsetError(
                 f"loader state: yielded={yielded} batches, but epoch {epoch} has "
                 f"{self._planner.n_batches}"
             )
-        self._planner.replay(yielded, feedback, [int(a) for a in fb["applied_at"]])
+        self._planner.replay(yielded, feedback, applied_at)
         self._yielded = yielded
-        self._updates = int(state.get("updates", len(fb["tags"])))
+        self._updates = int(state.get("updates", len(feedback)))
         self._outstanding[:] = np.asarray(state["outstanding"], dtype=np.int32)
         if state["current"] is not None:
             self._current = EpochStats.from_state(state["current"])
         self._status = state["status"]
         self._resumed = True
+
+    def _feedback_rows(self, fb: Mapping[str, Any]) -> tuple[list[Feedback], list[int]]:
+        """The epoch's feedback calls and where each was applied, from either form."""
+        applied_at = [int(a) for a in fb["applied_at"]]
+        if "ids_minus_order" not in fb:  # version 1: one (ids, losses) pair per call
+            rows = zip(fb["tags"], fb["ids"], fb["losses"], strict=True)
+            return [
+                Feedback(int(t), np.asarray(i, dtype=np.int64), np.asarray(v, dtype=np.float64))
+                for t, i, v in rows
+            ], applied_at
+        tags = np.asarray(fb["tags"], dtype=np.int64)
+        if not len(tags):
+            return [], applied_at
+        lengths = np.asarray(fb["lengths"], dtype=np.int64)
+        ids = np.asarray(fb["ids_minus_order"], dtype=np.int64) + self._predicted(tags, lengths)
+        n = len(self._outstanding)
+        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= n):
+            raise HotsetError(
+                f"loader state: feedback names a sample id outside 0..{n - 1}; it does not "
+                "belong to this epoch's order"
+            )
+        losses = np.asarray(fb["losses"], dtype=np.float64)
+        cuts = np.cumsum(lengths)[:-1]
+        return [
+            Feedback(int(t), i, v)
+            for t, i, v in zip(
+                tags.tolist(), np.split(ids, cuts), np.split(losses, cuts), strict=True
+            )
+        ], applied_at

@@ -22,7 +22,11 @@ from typing import Any
 import numpy as np
 
 from hotset.errors import HotsetError
+from hotset.torch.statecodec import unpack
 
+#: the state versions read: 1 held numpy arrays (hotset before states were packed into
+#: plain values and tensors), 2 is what :mod:`hotset.torch.checkpoint` writes now
+VERSIONS = (1, 2)
 #: the states of an epoch a checkpoint can be taken in
 STATUSES = ("idle", "running", "finished")
 #: the largest epoch number: orders are seeded with it in 64-bit arithmetic, and no
@@ -51,7 +55,8 @@ REQUIRED = (
     "coverage",
     "current",
 )
-_FEEDBACK = ("tags", "ids", "losses", "applied_at")
+_FEEDBACK = ("tags", "ids", "losses", "applied_at")  # version 1: one (ids, losses) per call
+_COLUMNS = ("tags", "lengths", "ids_minus_order", "losses", "applied_at")  # version 2
 
 
 def _show(value: object) -> str:
@@ -95,6 +100,9 @@ def _check_type(field: str, value: object, kind: type | tuple[type, ...], what: 
 def _check_feedback(feedback: object) -> None:
     _check_type("feedback", feedback, Mapping, "a dict (the epoch's losses given so far)")
     assert isinstance(feedback, Mapping)
+    if "ids_minus_order" in feedback:
+        _check_columns(feedback)
+        return
     lengths = set()
     for key in _FEEDBACK:
         if key not in feedback:
@@ -104,6 +112,36 @@ def _check_feedback(feedback: object) -> None:
     if len(lengths) != 1:
         raise HotsetError(
             "loader state: feedback's tags, ids, losses and applied_at differ in length"
+        )
+
+
+def _check_columns(feedback: Mapping[str, Any]) -> None:
+    """Version 2's feedback: a row per call (tags, lengths, applied_at), a value per id."""
+    cols = {}
+    for key in _COLUMNS:
+        if key not in feedback:
+            raise HotsetError(f"loader state: feedback lacks {key!r}")
+        arr = np.asarray(feedback[key]) if isinstance(feedback[key], list | np.ndarray) else None
+        if arr is None or arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iuf"):
+            raise HotsetError(
+                f"loader state: feedback[{key!r}] must be a 1-D array of numbers, got "
+                f"{_show(feedback[key])}"
+            )
+        if key != "losses" and arr.size and arr.dtype.kind == "f":
+            raise HotsetError(f"loader state: feedback[{key!r}] must hold integers")
+        cols[key] = arr
+    calls = {len(cols[k]) for k in ("tags", "lengths", "applied_at")}
+    if len(calls) != 1:
+        raise HotsetError("loader state: feedback's tags, lengths and applied_at differ in length")
+    if len(cols["tags"]) and (cols["lengths"].min() < 0 or cols["tags"].min() < 0):
+        raise HotsetError("loader state: feedback holds a negative tag or length")
+    if len(cols["tags"]) and cols["tags"].max() > MAX_EPOCH:
+        raise HotsetError("loader state: feedback holds a tag past any epoch's batches")
+    total = int(cols["lengths"].sum()) if len(cols["lengths"]) else 0
+    if not len(cols["ids_minus_order"]) == len(cols["losses"]) == total:
+        raise HotsetError(
+            f"loader state: feedback's lengths add up to {total}, but it holds "
+            f"{len(cols['ids_minus_order'])} ids and {len(cols['losses'])} losses"
         )
 
 
@@ -139,8 +177,7 @@ def check_loader_state(state: object, mine: Mapping[str, Any]) -> Mapping[str, A
             f"loader state lacks {', '.join(map(repr, missing))}: pass the dict "
             "loader.state_dict() returned, as it was saved"
         )
-    if not _equal(state["version"], mine["version"]):
-        raise HotsetError(f"loader state: version {_show(state['version'])} is not supported")
+    _check_version(state["version"])
     _check_identity(state, mine)
     status = state["status"]
     # a str first: ``in`` compares with ==, which an array answers elementwise (and an
@@ -173,6 +210,33 @@ def check_loader_state(state: object, mine: Mapping[str, Any]) -> Mapping[str, A
         _check_feedback(state["feedback"])
         _check_outstanding(state["outstanding"], int(mine["n"]))
     return state
+
+
+def readable_state(state: object) -> Mapping[str, Any]:
+    """``state`` with its packed arrays unpacked (:mod:`hotset.torch.statecodec`), once it
+    is known to be a state of a version this hotset reads; errors name what is wrong."""
+    if not isinstance(state, Mapping):
+        raise HotsetError(
+            f"loader state must be the dict loader.state_dict() returned, got "
+            f"{type(state).__name__} {_show(state)}"
+        )
+    if "version" not in state:
+        raise HotsetError(
+            "loader state lacks 'version': pass the dict loader.state_dict() returned, "
+            "as it was saved"
+        )
+    _check_version(state["version"])
+    unpacked: Mapping[str, Any] = unpack(dict(state))
+    return unpacked
+
+
+def _check_version(version: object) -> None:
+    if not any(_equal(version, v) for v in VERSIONS):
+        raise HotsetError(
+            f"loader state: version {_show(version)} is not supported: this hotset reads "
+            f"versions {' and '.join(map(str, VERSIONS))} (a state saved by a newer hotset "
+            "needs that hotset to resume)"
+        )
 
 
 def _equal(saved: object, mine: object) -> bool:
