@@ -88,11 +88,13 @@ SUITE_COLUMNS: dict[str, list[Column]] = {
         ("system", "system"),
         ("acc", "final_acc_mean"),
         ("acc_std", "final_acc_std"),
+        ("acc_delta", "acc_delta_vs_pytorch"),
         ("to_target_s", "time_to_target_mean_s"),
         ("reached", "reached"),
         ("requests/ep", "storage_requests_per_epoch_mean"),
         ("exact", "exact_hit_ratio_mean"),
         ("distinct/ep", "unique_ids_trained_per_epoch_mean"),
+        ("epoch_corr", "epoch_order_spearman_mean"),
     ],
     "overhead": [
         ("metric", "metric"),
