@@ -110,9 +110,7 @@ def locality_verdict(
 
 
 @functools.lru_cache(maxsize=16)
-def uniform_null(
-    groups_bytes: bytes, epochs: int, draws: int, seed: int
-) -> dict[str, np.ndarray]:
+def uniform_null(groups_bytes: bytes, epochs: int, draws: int, seed: int) -> dict[str, np.ndarray]:
     """Each statistic of ``draws`` sets of ``epochs`` independent uniform permutations
     (vectorized; the same definitions as :mod:`hotset.sim.locality` for permutations).
     Cached: a null depends on the grouping and the shape only, never on the order tested."""

@@ -74,9 +74,16 @@ def test_measure_averages_epochs_and_is_plain_json() -> None:
     orders = [rng.permutation(100) for _ in range(3)]
     got = measure(orders, groups)
     assert got.epochs == 3
-    assert got.adjacency == pytest.approx(np.mean([same_group_adjacency(o, groups) for o in orders]))
+    assert got.adjacency == pytest.approx(
+        np.mean([same_group_adjacency(o, groups) for o in orders])
+    )
     assert got.rank_correlation == pytest.approx(
-        np.mean([epoch_rank_correlation(orders[0], orders[1]), epoch_rank_correlation(orders[1], orders[2])])  # fmt: skip
+        np.mean(
+            [
+                epoch_rank_correlation(orders[0], orders[1]),
+                epoch_rank_correlation(orders[1], orders[2]),
+            ]
+        )
     )
     row = got.as_dict() | uniform(groups).as_dict()
     assert all(type(v) in (int, float) for v in row.values())

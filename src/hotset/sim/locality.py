@@ -36,6 +36,7 @@ into JSON as they are.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -199,9 +200,7 @@ def measure(epochs: Sequence[npt.ArrayLike], group_of: npt.ArrayLike) -> Localit
     adjacency = [same_group_adjacency(o, groups) for o in epochs]
     spreads = [s for o in epochs if (s := group_spread(o, groups)) is not None]
     rhos = [
-        r
-        for a, b in zip(epochs[:-1], epochs[1:], strict=True)
-        if (r := epoch_rank_correlation(a, b)) is not None
+        r for a, b in itertools.pairwise(epochs) if (r := epoch_rank_correlation(a, b)) is not None
     ]
     return Locality(
         adjacency=float(np.mean(adjacency)),
