@@ -158,6 +158,19 @@ SUITE_COLUMNS: dict[str, list[Column]] = {
         ("every_id", "every_id_every_epoch"),
         *_SPEED,
     ],
+    "locality": [
+        ("layout", "layout"),
+        ("chunk", "chunk_size"),
+        ("cache", "cache_frac"),
+        ("system", "system"),
+        ("adjacency", "same_chunk_adjacency"),
+        ("adj/unif", "adjacency_vs_uniform"),
+        ("spread", "chunk_spread"),
+        ("spread/unif", "spread_vs_uniform"),
+        ("epoch_rho", "epoch_rank_corr"),
+        ("rho_z", "epoch_rank_corr_z"),
+        ("label_adj/unif", "label_adjacency_vs_uniform"),
+    ],
 }
 #: columns whose text is cut to WIDE_CELL characters
 WIDE_KEYS = frozenset({"detail", "other"})
