@@ -44,35 +44,21 @@ def _top1(rows: list[dict[str, Any]]) -> float | None:
     return round(statistics.fmean(got), 4) if got else None
 
 
-def _first_positions(order: Sequence[int]) -> dict[int, int]:
-    first: dict[int, int] = {}
-    for position, sample in enumerate(order):
-        first.setdefault(int(sample), position)
-    return first
-
-
 def epoch_order_correlation(orders: Sequence[Sequence[int]]) -> float | None:
-    """Mean Spearman rank correlation between consecutive epochs' orders.
+    """Mean Spearman rank correlation between consecutive epochs' trained orders.
 
-    ``orders`` are the ids each epoch trained, in order. Why: a chunk system on
-    label-sorted data can repeat nearly the same order every epoch (0.987 was seen on an unshuffled pack), which trains worse than a
+    Why: a chunk system on label-sorted data can repeat nearly the same order
+    every epoch (0.987 was seen on an unshuffled pack), which trains worse than a
     fresh permutation; two independent permutations of n ids correlate about 0
-    (standard deviation 1/sqrt(n - 1)). Each pair is compared on the ids both
-    epochs train, at each id's first position (an importance sampler repeats
-    some and leaves others out); pairs with fewer than 3 such ids are skipped.
+    (standard deviation 1/sqrt(n - 1)). Each pair is compared as
+    :func:`hotset.sim.locality.epoch_rank_correlation` does (ids both epochs
+    train, first positions); pairs with fewer than 3 such ids are skipped.
     """
-    import numpy as np
+    from hotset.sim.locality import epoch_rank_correlation
 
-    values = []
-    for before, after in itertools.pairwise(orders):
-        a, b = _first_positions(before), _first_positions(after)
-        common = sorted(set(a) & set(b))
-        if len(common) < 3:
-            continue
-        ra = np.argsort(np.argsort([a[i] for i in common])).astype(float)
-        rb = np.argsort(np.argsort([b[i] for i in common])).astype(float)
-        values.append(float(np.corrcoef(ra, rb)[0, 1]))
-    return round(statistics.fmean(values), 4) if values else None
+    values = [epoch_rank_correlation(a, b) for a, b in itertools.pairwise(orders)]
+    kept = [v for v in values if v is not None]
+    return round(statistics.fmean(kept), 4) if kept else None
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
