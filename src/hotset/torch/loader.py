@@ -89,6 +89,7 @@ from hotset.torch.options import (
     LoaderOptions,
     describe_options,
 )
+from hotset.torch.picklehint import start_workers
 from hotset.torch.ranks import active_world, merge_epoch
 from hotset.torch.report import EpochStats
 from hotset.torch.state import check_epoch
@@ -675,7 +676,7 @@ class HotsetLoader(Checkpoints):
         stats.baseline(self._readahead.counts, self._prefetcher.counts)
         self._worker_init.from_main_thread = threading.current_thread() is threading.main_thread()
         self._packages.restart()  # plans are handed out afresh from here, in order
-        it = iter(dataloader)
+        it = start_workers(dataloader, self.data, self.options)  # names an unpicklable argument
         # Only now: workers are forked by iter(), and no read-ahead thread may run then.
         planner = self._planner
         self._readahead.start(
