@@ -1,14 +1,18 @@
-"""One process in a real gloo process group (world 1) whose ``read=`` is a lambda.
+"""A loader whose ``read=`` is a lambda, its workers started as nobody asked the loader to.
 
-Run by tests/torch/test_torch_picklehint.py (no pytest here). argv: data set and
-an out file. With no start method asked for, the loader picks one itself
+Run by tests/torch/test_torch_picklehint.py (no pytest here). argv: data set, an
+out file, and how workers start: ``group`` runs in a real gloo process group
+(world 1), where the loader picks the start method itself
 (:mod:`hotset.torch.forksafe`: a fork server where a fork could hang, as under
-torchrun); the file records which, and what iterating the loader raised.
+torchrun); ``spawn-default`` makes spawn this Python's default
+(``multiprocessing.set_start_method``). The file records the method the loader
+gave the DataLoader and what iterating the loader raised.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sys
 import warnings
 from pathlib import Path
@@ -19,8 +23,11 @@ import hotset
 
 
 def main() -> None:
-    root, out = sys.argv[1:3]
-    dist.init_process_group("gloo", init_method=f"file://{out}.store", rank=0, world_size=1)
+    root, out, how = sys.argv[1:4]
+    if how == "group":
+        dist.init_process_group("gloo", init_method=f"file://{out}.store", rank=0, world_size=1)
+    else:
+        multiprocessing.set_start_method("spawn")
     manifest = hotset.open_dataset(root, decode="bytes").manifest
     keys = list(manifest.keys)
     data = hotset.from_dataset(
@@ -42,7 +49,8 @@ def main() -> None:
     record = {"context": loader.multiprocessing_context, "error": error, "served": served}
     with open(out, "w") as fh:
         json.dump(record, fh)
-    dist.destroy_process_group()
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -145,20 +145,34 @@ def test_forked_workers_take_a_lambda_as_before(dataset_dir: Path) -> None:
         assert sorted(i for _, _, ids, _ in loader for i in ids.tolist()) == list(range(len(keys)))
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is Linux's default")
-def test_in_a_process_group_the_loaders_own_choice_is_named(
-    dataset_dir: Path, tmp_path: Path
-) -> None:
-    """As under torchrun: the loader picked the fork server itself, and says so."""
-    out = tmp_path / "job.json"
+def _job(dataset_dir: Path, tmp_path: Path, how: str) -> dict[str, Any]:
+    out = tmp_path / f"{how}.json"
     proc = subprocess.run(
-        [sys.executable, str(HERE / "picklehint_job.py"), str(dataset_dir), str(out)],
+        [sys.executable, str(HERE / "picklehint_job.py"), str(dataset_dir), str(out), how],
         capture_output=True,
         text=True,
         timeout=240,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    record = json.loads(out.read_text())
+    return dict(json.loads(out.read_text()))
+
+
+def test_pythons_default_start_method_is_named_as_such(dataset_dir: Path, tmp_path: Path) -> None:
+    """spawn made the default (as forkserver is Python 3.14's): neither user nor loader chose."""
+    record = _job(dataset_dir, tmp_path, "spawn-default")
+    assert record["context"] is None and record["served"] == []
+    assert record["error"].startswith(
+        "HotsetError: DataLoader workers start with 'spawn', this Python's default start method"
+    )
+    assert "read= (from_dataset) cannot be pickled" in record["error"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is Linux's default")
+def test_in_a_process_group_the_loaders_own_choice_is_named(
+    dataset_dir: Path, tmp_path: Path
+) -> None:
+    """As under torchrun: the loader picked the fork server itself, and says so."""
+    record = _job(dataset_dir, tmp_path, "group")
     if fork_can_deadlock():
         assert record["context"] == "forkserver" and record["served"] == []
         error = record["error"]

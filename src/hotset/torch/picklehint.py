@@ -63,15 +63,20 @@ def start_workers(
         if found is None:
             raise
         name, error = found
-        how = (
-            f"multiprocessing_context={method!r}"
-            if options.multiprocessing_context is not None
-            else f"{method!r}, which the loader chose (see its warning)"
-        )
         raise HotsetError(
-            f"DataLoader workers start with {how}, which pickles what each worker runs, "
+            f"DataLoader workers start with {_how(options, dataloader, method)}, which "
+            "pickles what each worker runs, "
             f"and {name} cannot be pickled ({error}): {_FIX}"
         ) from exc
+
+
+def _how(options: LoaderOptions, dataloader: DataLoader[Any], method: str) -> str:
+    """Who chose the start method: the user, the loader (hotset.torch.forksafe) or Python."""
+    if options.multiprocessing_context is not None:
+        return f"multiprocessing_context={method!r}"
+    if dataloader.multiprocessing_context is not None:
+        return f"{method!r}, which the loader chose (see its warning)"
+    return f"{method!r}, this Python's default start method"
 
 
 def unpicklable_argument(data: HotsetDataset, options: LoaderOptions) -> tuple[str, str] | None:
