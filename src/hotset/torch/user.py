@@ -110,6 +110,11 @@ class ItemStore:
         self._stats = StatsCounter()
 
     @property
+    def read_fn(self) -> Callable[[int], bytes] | None:
+        """The ``read=`` given to :func:`from_dataset` (None: items are encoded)."""
+        return self._read
+
+    @property
     def encodes_items(self) -> bool:
         """Items are encoded ``__getitem__`` results (not raw bytes from ``read``)."""
         return self._read is None
