@@ -181,6 +181,33 @@ def _label(item: Any) -> int | None:
     return None
 
 
+def _check_args(dataset: Any, read: object, decode: object, io_threads: object) -> int:
+    """``len(dataset)``, once the arguments of :func:`from_dataset` are checked."""
+    from torch.utils.data import IterableDataset
+
+    if isinstance(dataset, IterableDataset):
+        raise HotsetError(
+            "an IterableDataset has no index to cache by: hotset needs a map-style "
+            "Dataset (__getitem__ and __len__)"
+        )
+    if not is_map_style(dataset):
+        raise HotsetError(
+            f"expected a map-style Dataset (__getitem__ and __len__), got {dataset!r:.80}"
+        )
+    n = len(dataset)
+    if n < 1:
+        raise HotsetError(f"the dataset is empty (len {n})")
+    if read is not None and not callable(read):
+        raise HotsetError(f"read must be a callable(index) -> bytes, got {read!r:.80}")
+    if read is not None and decode is None:
+        raise HotsetError("read= gives bytes: say how to decode them with decode=")
+    if read is None and decode is not None:
+        raise HotsetError("decode= needs read=: without it the items are cached as they are")
+    if isinstance(io_threads, bool) or not isinstance(io_threads, int) or io_threads < 1:
+        raise HotsetError(f"io_threads must be an integer >= 1, got {io_threads!r}")
+    return n
+
+
 def from_dataset(
     dataset: Any,
     *,
@@ -206,28 +233,7 @@ def from_dataset(
     ``labels=`` (never ``-1`` without a word: see :mod:`hotset.torch.userlabels`).
     ``labels=None`` says the data has none: every ``y`` is then ``-1``.
     """
-    from torch.utils.data import IterableDataset
-
-    if isinstance(dataset, IterableDataset):
-        raise HotsetError(
-            "an IterableDataset has no index to cache by: hotset needs a map-style "
-            "Dataset (__getitem__ and __len__)"
-        )
-    if not is_map_style(dataset):
-        raise HotsetError(
-            f"expected a map-style Dataset (__getitem__ and __len__), got {dataset!r:.80}"
-        )
-    n = len(dataset)
-    if n < 1:
-        raise HotsetError(f"the dataset is empty (len {n})")
-    if read is not None and not callable(read):
-        raise HotsetError(f"read must be a callable(index) -> bytes, got {read!r:.80}")
-    if read is not None and decode is None:
-        raise HotsetError("read= gives bytes: say how to decode them with decode=")
-    if read is None and decode is not None:
-        raise HotsetError("decode= needs read=: without it the items are cached as they are")
-    if isinstance(io_threads, bool) or not isinstance(io_threads, int) or io_threads < 1:
-        raise HotsetError(f"io_threads must be an integer >= 1, got {io_threads!r}")
+    n = _check_args(dataset, read, decode, io_threads)
     chosen: DecodeSpec | None = check_decode(decode) if decode is not None else None
     # labels are settled before the measuring pass (about one epoch of reads) where it
     # cannot find them, so a missing labels= fails at once, not after that pass
