@@ -6,7 +6,8 @@ line the port changes. DATA holds ``train/CLASS/*.JPEG`` and ``val/CLASS/*.JPEG`
 split, labels agreeing). Run: ``python examples/imagenet_style.py DATA``, or DDP on
 two processes (gloo, CPU):
 ``torchrun --standalone --nproc_per_node 2 examples/imagenet_style.py DATA --distributed``.
-Each rank's checkpoint holds its loader's state too, so ``--resume`` goes on exactly.
+Each rank's checkpoint holds its loader's state too, so ``--resume`` goes on with the
+loader's order and cache decisions where they stopped.
 torchvision's datasets and transforms are used when installed, else ``mini_vision.py``'s;
 a small convnet stands in for ResNet-18.
 """

@@ -56,7 +56,8 @@ def test_read_with_no_labels_anywhere_names_labels_before_reading(tree: Path) ->
         hotset.from_dataset(ds, read=ds.read, decode="bytes")
     message = str(caught.value)
     assert message.startswith("from_dataset(Unlabeled): no labels")
-    assert "pass labels=" in message and "labels=None for data without labels" in message
+    assert "hotset.from_dataset(ds, ..., labels=[the label of index 0, 1, ...])" in message
+    assert "labels=None for data without labels" in message
     assert ds.reads == 0  # refused before the measuring pass, not an epoch of reads later
 
 

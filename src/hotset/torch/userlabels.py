@@ -121,7 +121,8 @@ def _missing_message(dataset: Any, found: np.ndarray | None) -> str:
     )
     return (
         f"from_dataset({cls}): no labels: {why}, and it has no .targets or .samples of "
-        f"(path, label) to take them from{hint}; pass labels=[the label of index 0, 1, ...] "
-        "(one integer per index, e.g. labels=ds.targets), or labels=None for data without "
-        "labels (every y is then -1)"
+        f"(path, label) to take them from{hint}; pass hotset.from_dataset(ds, ..., "
+        "labels=[the label of index 0, 1, ...]) (one integer per index, e.g. "
+        "labels=ds.targets), or labels=None for data without labels (every y is then -1), "
+        "and give hotset.loader what it returns"
     )
