@@ -71,11 +71,11 @@ def _accuracies(out: str) -> list[float]:
 def test_one_process_trains_checkpoints_and_resumes(tree: Path, tmp_path: Path) -> None:
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    args = ["imagenet_style.py", str(tree), "-j", "2", "--checkpoint-dir", str(ckpt)]
-    out = _run(*args, "--epochs", "2")
+    args = ["imagenet_style.py", str(tree), "--checkpoint-dir", str(ckpt)]
+    out = _run(*args, "--epochs", "2", "-j", "2")  # real DataLoader workers decode
     assert len(_accuracies(out)) == 2 and _accuracies(out)[-1] > 60.0, out[-2000:]
     assert "rank 0: best Acc@1" in out and "system lru" in out
-    resumed = _run(*args, "--epochs", "3", "--resume", str(ckpt))
+    resumed = _run(*args, "--epochs", "3", "-j", "0", "--resume", str(ckpt))
     assert "=> resumed from epoch 2" in resumed
     assert re.findall(r"^Epoch: \[(\d+)\]", resumed, re.M) == ["2"], resumed[-2000:]
     assert len(_accuracies(resumed)) == 1
