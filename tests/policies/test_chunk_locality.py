@@ -107,14 +107,10 @@ def test_quiver_consecutive_epochs_are_as_independent_as_uniform_permutations(
     assert verdict.p_values["epoch_rank_corr"] > ALPHA / 3, verdict.describe()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the sampler's epoch 0 at seed s, np.random.default_rng([s, 0]).permutation(n), is "
-    "np.random.default_rng(s).permutation(n): the permutation `hotset data pack --shuffle-seed "
-    "s` cuts into chunks, so a job at the loader's default seed 0 on a default pack (seed 0) "
-    "requests its first epoch chunk by chunk (issue #30 report; sampler and pack left as they are)",
-)
 def test_a_default_jobs_first_epoch_is_not_the_default_packs_order() -> None:
+    """The sampler draws epoch e from default_rng([s, e]), and default_rng([s, 0]) is
+    default_rng(s): a pack shuffled with that made a default job (seed 0 on a seed-0 pack)
+    ask for its first epoch chunk by chunk. The pack's own stream keeps them apart."""
     from hotset.data.chunks import DEFAULT_SHUFFLE_SEED, pack_order
 
     chunk_of = np.empty(N, dtype=np.int64)
