@@ -70,7 +70,7 @@ class Quiver(Policy):
 
     name: ClassVar[str] = "quiver"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        substitutes=True, loads=True, evicts_in_concert=True
+        substitutes=True, loads=True, evicts_in_concert=True, joins_cycle=True
     )
 
     def __init__(
@@ -101,6 +101,9 @@ class Quiver(Policy):
         self.batches_done = 0
         self._resident: set[int] = set()
         self._cycle: ChunkCycle | None = None  # sized at the first epoch (n known then)
+        #: the step of the shared chunk cycle this job joined at (Algorithm 1's
+        #: getCurrentChunk, read by the driver from a shared cache); None: never asked
+        self.joined: int | None = None
         self._view: EpochView | None = None
         # what the report says (the names in _COUNTERS)
         self.loaded_units = self.loaded_bytes = self.released_chunks = 0
@@ -128,6 +131,7 @@ class Quiver(Policy):
                 raise HotsetError("quiver: needs sizes, a layout or a planned order")
             chunks = StripedChunks(self.budget, self.layout, n)
             self._cycle = ChunkCycle(chunks, seed=self.seed)
+            self._cycle.next_step = self.joined or 0
         return self._cycle
 
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
@@ -140,6 +144,36 @@ class Quiver(Policy):
         self._view.add_residents(sorted(self._resident))
         if not cycle.chunks_in:
             cycle.start_next()
+
+    # -- the chunk cycle of a cache shared by jobs (Algorithm 1, getCurrentChunk) -------
+    def awaits_join(self) -> bool:
+        """True until the job has been told where the shared cycle is, and only before
+        its cycle starts: a job joins once, as Algorithm 1 reads ``gChunkIndex`` once."""
+        return self.joined is None and (self._cycle is None or not self._cycle.chunks_in)
+
+    def join_cycle(self, step: int | None) -> None:
+        """Start the chunk cycle at ``step``, the step the other jobs of a shared cache
+        load now (None: nothing is loaded, start at 0, as a job alone does).
+
+        Steps count chunks from one origin for every job (chunk ``step mod K``), so a
+        job that joins loads each chunk in the same seeded unit order as the jobs
+        already there, from its own place in it, and finds their loads in the pool
+        instead of reading the chunks they released before it started. The step is
+        the policy's state from here on (saved with it): a resume does not ask again.
+        """
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+            raise HotsetError(f"quiver: a chunk cycle step must be an int >= 0, got {step!r}")
+        if self._cycle is not None and self._cycle.chunks_in:
+            raise HotsetError("quiver: join_cycle() after the chunk cycle started")
+        self.joined = 0 if step is None else int(step)
+        if self._cycle is not None:
+            self._cycle.next_step = self.joined
+
+    def cycle_step(self) -> int | None:
+        """The step of the newest chunk this job loads (what a job joining now should
+        join at); None before the cycle starts."""
+        cycle = self._cycle
+        return None if cycle is None or not cycle.chunks_in else cycle.next_step - 1
 
     # -- after each batch: release and load ---------------------------------------------
     def probing_next(self, ahead: int = 0) -> bool:
@@ -332,6 +366,7 @@ class Quiver(Policy):
             "displacement_mean": self.displacement_sum / max(1, self.served_count),
             "displacement_max": self.displacement_max,
             "probe_batches": min(self.probe, self.batches_done),
+            "joined_step": self.joined,
         }
 
     def state_dict(self) -> dict[str, Any]:
@@ -340,12 +375,15 @@ class Quiver(Policy):
             "cycle": None if self._cycle is None else self._cycle.state(),
             "batches_done": self.batches_done,
             "counters": [getattr(self, c) for c in _COUNTERS],
+            "joined": self.joined,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         for key in ("resident", "cycle", "batches_done", "counters"):
             if key not in state:
                 raise HotsetError(f"quiver state: missing {key!r}")
+        joined = state.get("joined", 0)  # a state saved before joining existed started at 0
+        self.joined = None if joined is None else int(joined)
         self._resident = {int(s) for s in state["resident"]}
         self.used_bytes = sum(self.budget.size_of(s) for s in self._resident)
         self.used_items = len(self._resident)
