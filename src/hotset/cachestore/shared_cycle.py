@@ -30,13 +30,15 @@ from hotset.errors import HotsetError
 
 __all__ = ["SharedCycle"]
 
-#: the largest step a published value may hold (what a 63-bit int keeps exactly)
-_MAX_STEP = 2**62
+#: the largest step a published value may hold (18 digits: far beyond any run)
+_MAX_STEP = 10**18 - 1
 
-# KEYS: the namespace's cycle key. ARGV: the step, ttl_s. Keeps the larger step.
+# KEYS: the namespace's cycle key. ARGV: the step, ttl_s. Keeps the larger step; a value
+# that is not a step (what current() reads as nothing) is replaced.
 _PUBLISH = """
 local now = redis.call('GET', KEYS[1])
-if (not now) or (tonumber(now) == nil) or (tonumber(ARGV[1]) > tonumber(now)) then
+local valid = now and #now <= 18 and string.match(now, '^%d+$')
+if (not valid) or (tonumber(ARGV[1]) > tonumber(now)) then
   redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 else
   redis.call('EXPIRE', KEYS[1], ARGV[2])
@@ -83,10 +85,9 @@ class SharedCycle:
 
 
 def parse_step(raw: object) -> int | None:
-    """A step the server holds: a decimal number of at most 19 digits, else None."""
+    """A step the server holds: a decimal number of at most 18 digits, else None."""
     if isinstance(raw, str):
         raw = raw.encode("ascii", "replace")
-    if not isinstance(raw, bytes) or not 0 < len(raw) <= 19 or not raw.isdigit():
+    if not isinstance(raw, bytes) or not 0 < len(raw) <= 18 or not raw.isdigit():
         return None
-    step = int(raw)
-    return step if step <= _MAX_STEP else None
+    return int(raw)
