@@ -7,8 +7,10 @@ striped chunk of the data set while the current one is consumed, so the job runs
 at cache-hit speed on a cache of two chunks and still trains every sample once per
 epoch. A packed data set (``hotset data pack``) is loaded a chunk file per request;
 without one, sample by sample. Several jobs share one cache with
-``namespace="..."``: they follow the same chunk cycle and find each other's loads
-in the pool (co-operative misses, §5.2). ``emul_quiv`` stays SHADE's emulation.
+``namespace="..."``: they follow the same chunk cycle, a job started later joining
+it at the chunk the others load now (Algorithm 1's ``getCurrentChunk``), and find
+each other's loads in the pool (co-operative misses, §5.2). ``emul_quiv`` stays
+SHADE's emulation.
 """
 
 from __future__ import annotations
