@@ -20,8 +20,9 @@ Every request serves an id not used yet this epoch, and there are as many
 requests as ids in the planned order, so each sample is trained exactly once per
 epoch, whatever the cache holds. The paper looks up 10x a batch of unused
 indices because a lookup is a remote call; here the policy knows what it holds,
-so the lookahead is the whole pending list at no cost (more hits, same order
-guarantee). How far each sample moved from its planned position is reported
+so by default the lookahead is the whole pending list at no cost (more hits, same
+order guarantee); ``lookahead=10`` is the paper's window (10 batches of the next
+unused planned ids, :mod:`hotset.policies.quiver_window`). How far each sample moved from its planned position is reported
 (``summary()['displacement_mean']``).
 
 Eviction is coordinated by chunk: a chunk is released once it has no unused
@@ -85,6 +86,7 @@ class Quiver(Policy):
         batch_size: int = 128,
         probe: int = 0,
         evict_after_s: float = 30.0,
+        lookahead: int | None = None,
     ) -> None:
         super().__init__(budget, seed=seed)
         if batch_size < 1:
@@ -94,7 +96,16 @@ class Quiver(Policy):
         bad_time = isinstance(evict_after_s, bool) or not isinstance(evict_after_s, int | float)
         if bad_time or not evict_after_s > 0:
             raise HotsetError(f"quiver: evict_after_s must be seconds > 0, got {evict_after_s!r}")
+        bad_look = isinstance(lookahead, bool) or not isinstance(lookahead, int | None)
+        if bad_look or (lookahead is not None and lookahead < 1):
+            raise HotsetError(
+                f"quiver: lookahead must be a number of batches >= 1 (the paper's: 10) or "
+                f"None (every pending id), got {lookahead!r}"
+            )
         self.batch_size = int(batch_size)
+        #: substitutes come from the next ``lookahead`` batches of unused planned ids
+        #: (Algorithm 1 looks up 10 x a batch); None: from every pending id
+        self.lookahead = lookahead
         #: the job's first ``probe`` batches are planned as if the cache rejected every
         #: lookup (§5.3): each request read from storage, nothing cached, so a driver
         #: can time mini-batches without the cache and then with it
@@ -142,8 +153,13 @@ class Quiver(Policy):
         super().begin_epoch(epoch, planned)
         cycle = self._cycle_for(planned)
         chunks = cycle.chunks
+        window = None if self.lookahead is None else self.lookahead * self.batch_size
         self._view = EpochView(
-            len(chunks.load_of), planned, chunk_of=chunks.chunk_of_id, k=chunks.k + 1
+            len(chunks.load_of),
+            planned,
+            chunk_of=chunks.chunk_of_id,
+            k=chunks.k + 1,
+            lookahead=window,
         )
         self._view.add_residents(sorted(self._resident))
         if not cycle.chunks_in:
