@@ -53,6 +53,20 @@ def test_a_chunk_stays_until_every_job_using_it_released_it(redis_url: str) -> N
     assert a.used_bytes() == 0  # the namespace's byte counter went down with them
 
 
+def test_a_job_that_ends_releases_its_chunks_and_keeps_the_rest(redis_url: str) -> None:
+    """leave(): the chunks a closing job holds are released as if consumed (the last
+    holder's release evicts them); ids outside any chunk stay for the next job."""
+    a, b = _jobs(redis_url)
+    a.put_many(_items([0, 1, 2, 3, 4, 5, 6, 7, 8]))
+    b.put_many(_items([4, 5, 6, 7]))
+    a.leave([k for k, _ in _items([0, 1, 2, 3, 4, 5, 6, 7, 8])])
+    assert a.holders(0) == set() and a.holders(1) == {"b"}
+    assert _present(b, [0, 1, 2, 3]) == [False] * 4  # a held chunk 0 alone: evicted
+    assert _present(b, [4, 5, 6, 7, 8]) == [True] * 5  # b still uses chunk 1; 8 stays
+    b.leave([k for k, _ in _items([4, 5, 6, 7])])
+    assert _present(a, [4, 5, 6, 7, 8]) == [False] * 4 + [True]
+
+
 def test_ids_outside_any_chunk_are_deleted_as_planned(redis_url: str) -> None:
     a, b = _jobs(redis_url)
     a.put_many(_items([8, 4]))

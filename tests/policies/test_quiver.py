@@ -200,9 +200,9 @@ def test_displacement_is_reported() -> None:
 
 def test_unknown_options_and_bad_batch_sizes_are_named() -> None:
     sizes = np.full(10, 5, dtype=np.int64)
-    with pytest.raises(HotsetError, match="lookahead"):
+    with pytest.raises(HotsetError, match="window"):  # lookahead is one of its options now
         build_system(
-            "quiver", n=10, budget=Budget(capacity_bytes=20, sizes=sizes), seed=0, lookahead=3
+            "quiver", n=10, budget=Budget(capacity_bytes=20, sizes=sizes), seed=0, window=3
         )
     with pytest.raises(HotsetError, match="batch_size"):
         Quiver(Budget(capacity_bytes=20, sizes=sizes), batch_size=0)

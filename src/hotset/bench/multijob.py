@@ -90,6 +90,8 @@ def _job_main(index: int, job: dict[str, Any], barrier: Any) -> None:
             ld.set_epoch(epoch)
             mine: list[int] = []
             for _, _, ids, _ in ld:
+                if job["step_s"] > 0:
+                    time.sleep(job["step_s"])  # the model's step on the accelerator
                 ld.update(ids, torch.from_numpy(rng.random(len(ids)) + 0.1))
                 mine += ids.tolist()
             served.append(mine)
@@ -150,6 +152,8 @@ class _Suite:
     workers: int
     seed: int
     work: Path
+    #: seconds each job waits per batch, the model's step (0: none, the loop only reads)
+    step_s: float = 0.0
 
 
 def _one_run(
@@ -179,6 +183,7 @@ def _one_run(
         "workers": suite.workers,
         "seed": suite.seed,
         "epochs": suite.epochs,
+        "step_s": suite.step_s,
         "start_gap_s": start_gap_s,
         "out": str(out),
     }
@@ -309,6 +314,7 @@ def run(
     progress: bool = True,
     chunk_size: int | None = None,
     stagger: Stagger | None = DEFAULT_STAGGER,
+    step_ms: float = 0.0,
 ) -> dict[str, Any]:
     """Every (system, arrangement, cache share), lockstep then staggered; see the module
     docstring.
@@ -317,6 +323,10 @@ def run(
     suites' usual 64 by default): a Quiver chunk of the cache holds more of them,
     so jobs have more units to share between them. ``stagger`` None runs the
     lockstep rows only; one job has nothing to stagger and runs lockstep only.
+    ``step_ms`` is the model's step per batch, a fixed wait in each job (0: none):
+    jobs on accelerators go at the pace of their steps (Quiver's multi-jobs "proceed
+    at a similar pace", §5.1), where jobs that only read go at the pace the machine
+    gives each process.
     """
     from hotset.bench.redis_server import local_redis
     from hotset.bench.workloads import PACK_CHUNK_SIZE, PACK_SHUFFLE_SEED, ensure_packed
@@ -324,6 +334,8 @@ def run(
     from hotset.storage.local import LocalStore
 
     _check(jobs=jobs, epochs=epochs, systems=systems, cache_fracs=cache_fracs)
+    if not (math.isfinite(step_ms) and step_ms >= 0):
+        raise HotsetError(f"bench multijob: --step-ms must be a number >= 0, got {step_ms!r}")
     pack = PACK_CHUNK_SIZE if chunk_size is None else chunk_size
     if pack < 1:
         raise HotsetError(f"bench multijob: --chunk-size must be >= 1, got {pack}")
@@ -346,6 +358,7 @@ def run(
             workers=workers,
             seed=seed,
             work=work,
+            step_s=step_ms / 1000.0,
         )
         inner = LocalStore(dataset)
         for system in systems:
@@ -441,6 +454,7 @@ def _params(suite: _Suite, store: StoreModel, pack: int, stagger: Stagger | None
         "chunk_size": pack,
         "seed": suite.seed,
         "stagger": None if stagger is None else stagger.describe(),
+        "step_ms": suite.step_s * 1000.0,
     }
 
 
@@ -456,7 +470,12 @@ def _notes(suite: _Suite, store: StoreModel, pack: int, stagger: Stagger | None)
         f"random losses as the model's stand-in, no process group) {starts} "
         f"on one synthetic data set of {n} samples packed {pack} per chunk, "
         f"over one modeled storage server ({store.describe()}, across all jobs), "
-        f"each loader with {suite.workers} DataLoader workers.",
+        f"each loader with {suite.workers} DataLoader workers"
+        + (
+            f", the model's step a {suite.step_s * 1000:g} ms wait per batch."
+            if suite.step_s > 0
+            else ", no model step (each job only reads)."
+        ),
         "private: each job its own shared-memory cache of cache_frac of the data set's "
         "bytes; shared: one Redis namespace (loopback) of cache_frac joined by every job. "
         "none: a system without a cache, run once.",

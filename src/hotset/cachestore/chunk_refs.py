@@ -16,7 +16,8 @@ or by one past the forced-eviction time. One Lua script per chunk does the
 unref and the decision atomically, so two jobs releasing at once cannot both
 keep the entries. A server that fails here fails as the store does
 (:class:`~hotset.cachestore.redis_store.CacheUnavailable`), so the loader
-degrades to storage the same way. A deferred delete leaves the entries in the namespace's
+degrades to storage the same way. A job that ends releases the chunks it still holds
+(:meth:`ChunkRefs.leave`). A deferred delete leaves the entries in the namespace's
 budget: this job's next puts may then be refused (counted, and read again when
 served), which is the paper's trade-off too (the third chunk waits).
 
@@ -146,6 +147,19 @@ class ChunkRefs:
         if now:
             self.cache.delete_many(now)
         self._overdue()
+
+    def leave(self, keys: Sequence[CacheKey]) -> None:
+        """The job ends holding ``keys``: release their chunks as if consumed.
+
+        Without this a job that finished kept its last chunks referenced, so the
+        namespace held them beside the chunks of the jobs still running (started
+        later, they are there) until the forced eviction, and refused those jobs'
+        puts (Algorithm 1's ``informServersDoneUsingChunk``). Ids outside any group
+        (Quiver's static set) stay for the next job, as they would.
+        """
+        grouped = [k for k in keys if self._group(k) >= 0]
+        if grouped:
+            self.delete_many(grouped)
 
     def _release(self, group: int) -> bool:
         """Unref ``group`` for this job; whether its entries are to be deleted now."""

@@ -38,6 +38,13 @@ from hotset.cli.store_option import store_line
 @click.option(
     "--workers", type=click.IntRange(min=0), default=0, show_default=True, help="Per job."
 )
+@click.option(
+    "--step-ms",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="The model's step per batch, a fixed wait in each job (0: the jobs only read).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Job i uses seed + i.")
 @click.option(
     "--chunk-size",
@@ -63,6 +70,7 @@ def command(
     concurrency: int | None,
     stagger: str,
     workers: int,
+    step_ms: float,
     seed: int,
     chunk_size: int,
     progress: bool,
@@ -91,6 +99,7 @@ def command(
         progress=progress,
         chunk_size=chunk_size,
         stagger=parse_stagger(stagger),
+        step_ms=step_ms,
     )
     if not as_json:
         click.echo(store_line(store))

@@ -49,6 +49,10 @@ class Capabilities:
     #: cache (``Policy.eviction_groups``): in a namespace shared by jobs, each job then
     #: plans two thirds of it, so that jobs a chunk apart still fit (Quiver §5.1)
     evicts_in_concert: bool = False
+    #: starts its chunk cycle at the chunk the other jobs of a shared cache load now
+    #: (``Policy.awaits_join`` / ``join_cycle`` / ``cycle_step``; Quiver's Algorithm 1,
+    #: ``getCurrentChunk``), so that jobs started apart still load each chunk together
+    joins_cycle: bool = False
 
     @property
     def backgrounds(self) -> bool:
@@ -81,6 +85,7 @@ class Capabilities:
                 "evaluates",
                 "loads",
                 "evicts_in_concert",
+                "joins_cycle",
             )
             if getattr(self, name)
         ]

@@ -132,6 +132,23 @@ class Policy(ABC):
         """Groups of ids that jobs sharing one cache evict in concert; None: as planned."""
         return None
 
+    # -- a chunk cycle shared by jobs (``capabilities.joins_cycle``) ----------------
+    def awaits_join(self) -> bool:
+        """Whether the policy's chunk cycle still waits to be told where to start.
+
+        A driver on a cache shared by jobs then reads the shared cycle's current
+        step and calls :meth:`join_cycle` before the epoch begins (and before it
+        records the epoch's start state, so a resume starts where this run did).
+        """
+        return False
+
+    def join_cycle(self, step: int | None) -> None:
+        """Start the chunk cycle at ``step`` (None: nothing is loaded yet, start at 0)."""
+
+    def cycle_step(self) -> int | None:
+        """The step of the chunk cycle the policy is loading now; None: not started."""
+        return None
+
     def regions(self) -> dict[str, tuple[int, int]]:
         """``{region: (used_bytes, capacity_bytes)}``; one region unless the policy splits.
 

@@ -20,8 +20,9 @@ Every request serves an id not used yet this epoch, and there are as many
 requests as ids in the planned order, so each sample is trained exactly once per
 epoch, whatever the cache holds. The paper looks up 10x a batch of unused
 indices because a lookup is a remote call; here the policy knows what it holds,
-so the lookahead is the whole pending list at no cost (more hits, same order
-guarantee). How far each sample moved from its planned position is reported
+so by default the lookahead is the whole pending list at no cost (more hits, same
+order guarantee); ``lookahead=10`` is the paper's window (10 batches of the next
+unused planned ids, :mod:`hotset.policies.quiver_window`). How far each sample moved from its planned position is reported
 (``summary()['displacement_mean']``).
 
 Eviction is coordinated by chunk: a chunk is released once it has no unused
@@ -30,8 +31,12 @@ after is loaded. Several jobs on one shared cache follow the same chunk cycle
 (it does not depend on the seed), each loading the units of a chunk from its own
 place in one seeded order, so with pool lookups (``namespace=``) most units are
 read from storage once across the jobs (§5.2), and a chunk leaves a shared cache
-once every job has released it (:mod:`hotset.cachestore.chunk_refs`). The cycle
-carries on across epochs: an epoch starts with whatever two chunks are in.
+once every job has released it (:mod:`hotset.cachestore.chunk_refs`). A job
+started after the others joins the cycle at the chunk they load now (Algorithm
+1's ``getCurrentChunk``): where it starts is an input, :meth:`Quiver.join_cycle`,
+given by the loader from the namespace before the first epoch and saved with the
+state (:mod:`hotset.cachestore.shared_cycle`). The cycle carries on across
+epochs: an epoch starts with whatever two chunks are in.
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ class Quiver(Policy):
 
     name: ClassVar[str] = "quiver"
     capabilities: ClassVar[Capabilities] = Capabilities(
-        substitutes=True, loads=True, evicts_in_concert=True
+        substitutes=True, loads=True, evicts_in_concert=True, joins_cycle=True
     )
 
     def __init__(
@@ -81,6 +86,7 @@ class Quiver(Policy):
         batch_size: int = 128,
         probe: int = 0,
         evict_after_s: float = 30.0,
+        lookahead: int | None = None,
     ) -> None:
         super().__init__(budget, seed=seed)
         if batch_size < 1:
@@ -90,7 +96,16 @@ class Quiver(Policy):
         bad_time = isinstance(evict_after_s, bool) or not isinstance(evict_after_s, int | float)
         if bad_time or not evict_after_s > 0:
             raise HotsetError(f"quiver: evict_after_s must be seconds > 0, got {evict_after_s!r}")
+        bad_look = isinstance(lookahead, bool) or not isinstance(lookahead, int | None)
+        if bad_look or (lookahead is not None and lookahead < 1):
+            raise HotsetError(
+                f"quiver: lookahead must be a number of batches >= 1 (the paper's: 10) or "
+                f"None (every pending id), got {lookahead!r}"
+            )
         self.batch_size = int(batch_size)
+        #: substitutes come from the next ``lookahead`` batches of unused planned ids
+        #: (Algorithm 1 looks up 10 x a batch); None: from every pending id
+        self.lookahead = lookahead
         #: the job's first ``probe`` batches are planned as if the cache rejected every
         #: lookup (§5.3): each request read from storage, nothing cached, so a driver
         #: can time mini-batches without the cache and then with it
@@ -101,6 +116,9 @@ class Quiver(Policy):
         self.batches_done = 0
         self._resident: set[int] = set()
         self._cycle: ChunkCycle | None = None  # sized at the first epoch (n known then)
+        #: the step of the shared chunk cycle this job joined at (Algorithm 1's
+        #: getCurrentChunk, read by the driver from a shared cache); None: never asked
+        self.joined: int | None = None
         self._view: EpochView | None = None
         # what the report says (the names in _COUNTERS)
         self.loaded_units = self.loaded_bytes = self.released_chunks = 0
@@ -128,18 +146,54 @@ class Quiver(Policy):
                 raise HotsetError("quiver: needs sizes, a layout or a planned order")
             chunks = StripedChunks(self.budget, self.layout, n)
             self._cycle = ChunkCycle(chunks, seed=self.seed)
+            self._cycle.next_step = self.joined or 0
         return self._cycle
 
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
         super().begin_epoch(epoch, planned)
         cycle = self._cycle_for(planned)
         chunks = cycle.chunks
+        window = None if self.lookahead is None else self.lookahead * self.batch_size
         self._view = EpochView(
-            len(chunks.load_of), planned, chunk_of=chunks.chunk_of_id, k=chunks.k + 1
+            len(chunks.load_of),
+            planned,
+            chunk_of=chunks.chunk_of_id,
+            k=chunks.k + 1,
+            lookahead=window,
         )
         self._view.add_residents(sorted(self._resident))
         if not cycle.chunks_in:
             cycle.start_next()
+
+    # -- the chunk cycle of a cache shared by jobs (Algorithm 1, getCurrentChunk) -------
+    def awaits_join(self) -> bool:
+        """True until the job has been told where the shared cycle is, and only before
+        its cycle starts: a job joins once, as Algorithm 1 reads ``gChunkIndex`` once."""
+        return self.joined is None and (self._cycle is None or not self._cycle.chunks_in)
+
+    def join_cycle(self, step: int | None) -> None:
+        """Start the chunk cycle at ``step``, the step the other jobs of a shared cache
+        load now (None: nothing is loaded, start at 0, as a job alone does).
+
+        Steps count chunks from one origin for every job (chunk ``step mod K``), so a
+        job that joins loads each chunk in the same seeded unit order as the jobs
+        already there, from its own place in it, and finds their loads in the pool
+        instead of reading the chunks they released before it started. The step is
+        the policy's state from here on (saved with it): a resume does not ask again.
+        """
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+            raise HotsetError(f"quiver: a chunk cycle step must be an int >= 0, got {step!r}")
+        if self._cycle is not None and self._cycle.chunks_in:
+            raise HotsetError("quiver: join_cycle() after the chunk cycle started")
+        self.joined = 0 if step is None else int(step)
+        if self._cycle is not None:
+            self._cycle.next_step = self.joined
+
+    def cycle_step(self) -> int | None:
+        """The step of the newest chunk this job loads (what a job joining now should
+        join at); None before the cycle starts."""
+        cycle = self._cycle
+        return None if cycle is None or not cycle.chunks_in else cycle.next_step - 1
 
     # -- after each batch: release and load ---------------------------------------------
     def probing_next(self, ahead: int = 0) -> bool:
@@ -332,6 +386,7 @@ class Quiver(Policy):
             "displacement_mean": self.displacement_sum / max(1, self.served_count),
             "displacement_max": self.displacement_max,
             "probe_batches": min(self.probe, self.batches_done),
+            "joined_step": self.joined,
         }
 
     def state_dict(self) -> dict[str, Any]:
@@ -340,12 +395,15 @@ class Quiver(Policy):
             "cycle": None if self._cycle is None else self._cycle.state(),
             "batches_done": self.batches_done,
             "counters": [getattr(self, c) for c in _COUNTERS],
+            "joined": self.joined,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         for key in ("resident", "cycle", "batches_done", "counters"):
             if key not in state:
                 raise HotsetError(f"quiver state: missing {key!r}")
+        joined = state.get("joined", 0)  # a state saved before joining existed started at 0
+        self.joined = None if joined is None else int(joined)
         self._resident = {int(s) for s in state["resident"]}
         self.used_bytes = sum(self.budget.size_of(s) for s in self._resident)
         self.used_items = len(self._resident)

@@ -17,12 +17,21 @@ from collections.abc import Iterable
 import numpy as np
 
 from hotset.engine.arrays import IntArray
+from hotset.policies.quiver_window import UnusedPositions
 
 
 class EpochView:
     """Planned positions, used flags and per-chunk unused residents of one epoch."""
 
-    def __init__(self, n: int, planned: IntArray | None, *, chunk_of: list[int], k: int) -> None:
+    def __init__(
+        self,
+        n: int,
+        planned: IntArray | None,
+        *,
+        chunk_of: list[int],
+        k: int,
+        lookahead: int | None = None,
+    ) -> None:
         self.chunk_of = chunk_of
         #: each id's first planned position this epoch (-1: not planned)
         self.pos = np.full(n, -1, dtype=np.int64)
@@ -38,6 +47,11 @@ class EpochView:
         self._heaps: dict[int, list[tuple[int, int]]] = {}
         #: per chunk, its resident ids planned and unused
         self.unused = [0] * k
+        #: substitutes come from the next ``lookahead`` unused planned ids (None: any)
+        self.lookahead = lookahead
+        self._window = (
+            UnusedPositions(len(self.order)) if lookahead is not None and self.order else None
+        )
 
     def pending(self, sid: int) -> bool:
         """Whether ``sid`` is planned this epoch and not used yet."""
@@ -60,6 +74,8 @@ class EpochView:
         """Serve ``sid`` at the current request; how far it moved from its planned place."""
         if resident and self.pending(sid):
             self.unused[self.chunk_of[sid]] -= 1
+        if self._window is not None and self.pending(sid):
+            self._window.mark_used(int(self.pos[sid]))
         self.used[sid] = 1
         pos = int(self.pos[sid])
         return abs(pos - (self.at - 1)) if pos >= 0 else 0
@@ -68,13 +84,20 @@ class EpochView:
         self, chunks: Iterable[int], resident: set[int], *, also: int | None = None
     ) -> int | None:
         """The unused resident planned earliest in the first of ``chunks`` that has one,
-        or in chunk ``also`` (the static set) when that one is planned earlier still."""
+        or in chunk ``also`` (the static set) when that one is planned earlier still;
+        with a ``lookahead``, only one among the next ``lookahead`` unused planned ids."""
         first = None
+        end = None
+        if self._window is not None and self.lookahead is not None:
+            end = self._window.end_of(self.lookahead)
         for c in chunks:
             first = self._top(c, resident)
-            if first is not None:
+            if first is not None and (end is None or self.pos[first] <= end):
                 break
+            first = None
         other = None if also is None else self._top(also, resident)
+        if other is not None and end is not None and self.pos[other] > end:
+            other = None
         if other is not None and (first is None or self.pos[other] < self.pos[first]):
             return other
         return first

@@ -7,8 +7,10 @@ striped chunk of the data set while the current one is consumed, so the job runs
 at cache-hit speed on a cache of two chunks and still trains every sample once per
 epoch. A packed data set (``hotset data pack``) is loaded a chunk file per request;
 without one, sample by sample. Several jobs share one cache with
-``namespace="..."``: they follow the same chunk cycle and find each other's loads
-in the pool (co-operative misses, §5.2). ``emul_quiv`` stays SHADE's emulation.
+``namespace="..."``: they follow the same chunk cycle, a job started later joining
+it at the chunk the others load now (Algorithm 1's ``getCurrentChunk``), and find
+each other's loads in the pool (co-operative misses, §5.2). ``emul_quiv`` stays
+SHADE's emulation.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from hotset.systems.base import System, SystemSpec, with_defaults
 from hotset.systems.options import SystemOption, declare
 
 #: Quiver's options and their defaults (``hotset systems --options quiver``)
-DEFAULTS: dict[str, Any] = {"probe": 0, "evict_after_s": 30.0}
+DEFAULTS: dict[str, Any] = {"probe": 0, "evict_after_s": 30.0, "lookahead": None}
 
 
 def build_quiver(
@@ -36,6 +38,9 @@ def build_quiver(
     cache is worth to the job (§5.3; :mod:`hotset.policies.quiver_placement`).
     ``evict_after_s`` bounds how long a chunk one job released waits in a shared
     cache for slower jobs still using it (§5.1's forced eviction).
+    ``lookahead=N`` serves substitutes only from the next N batches of unused planned
+    ids, Algorithm 1's window (the paper's N: 10); None, the default, from every
+    pending id (more substitutable hits, the same once-per-epoch guarantee).
     """
     opts = with_defaults("quiver", options, DEFAULTS)
     return System(
@@ -47,6 +52,7 @@ def build_quiver(
             batch_size=batch_size,
             probe=opts["probe"],
             evict_after_s=opts["evict_after_s"],
+            lookahead=opts["lookahead"],
         ),
         table=ImportanceTable(n),
         options={"batch_size": batch_size},
@@ -73,6 +79,11 @@ OPTIONS: dict[str, tuple[SystemOption, ...]] = {
             "evict_after_s": (
                 "number",
                 "seconds a chunk another job released waits in a shared cache for slower jobs",
+            ),
+            "lookahead": (
+                "int|none",
+                "substitutes from the next N batches of unused ids (Algorithm 1: 10); "
+                "none: every pending id",
             ),
         },
     )

@@ -39,6 +39,7 @@ from hotset.cachestore.chunk_refs import ChunkRefs
 from hotset.cachestore.redaction import redact_spec_value
 from hotset.cachestore.redis_store import RedisCache
 from hotset.cachestore.session import CacheSession, check_share_backend
+from hotset.cachestore.shared_cycle import SharedCycle
 from hotset.cachestore.shm_node import NodeShare
 from hotset.data.digest import Digest, digest_for_job
 from hotset.data.package_writer import PackageWriter
@@ -54,6 +55,7 @@ from hotset.systems.base import System
 from hotset.torch.batches import check_batch_system
 from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.chunkpack import with_chunks
+from hotset.torch.cyclelink import CycleLink
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BatchFetcher, identity_collate
 from hotset.torch.forksafe import start_method_name, worker_start_method
@@ -108,6 +110,8 @@ class LoaderParts:
     packages: PackingThread
     worker_init: WorkerInit
     dataloader: DataLoader[Any]
+    #: where a policy that joins a shared chunk cycle learns and tells where it is
+    cycle: CycleLink | None = None
 
 
 @dataclass
@@ -176,7 +180,8 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
     worker_init = WorkerInit(
         options.worker_init_fn, forkserver=start_method_name(context) == "forkserver"
     )
-    sampler = PlanSampler(planner, readahead, prefetcher, packages)
+    cycle = _cycle_link(plan, session)
+    sampler = PlanSampler(planner, readahead, prefetcher, packages, cycle=cycle)
     return LoaderParts(
         data=data,
         options=options,
@@ -197,6 +202,7 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
         packages=packages,
         worker_init=worker_init,
         dataloader=_dataloader(fetcher, sampler, options, context, worker_init),
+        cycle=cycle,
     )
 
 
@@ -497,6 +503,16 @@ def _open_cache(
         # jobs sharing the namespace evict a group once all have released it
         cache = ChunkRefs(cache, groups.groups, force_after_s=groups.force_after_s)
     return session, cache
+
+
+def _cycle_link(plan: _Plan, session: CacheSession | None) -> CycleLink | None:
+    """A policy that joins a chunk cycle, on a namespace shared by jobs: its link to the
+    namespace's current chunk (Quiver's getCurrentChunk); None otherwise (it starts at 0)."""
+    if not plan.caps.joins_cycle or session is None or not session.shared:
+        return None
+    if not isinstance(session.cache, RedisCache):
+        return None
+    return CycleLink(SharedCycle(session.cache), plan.system.policy)
 
 
 # -- the worker side ----------------------------------------------------------------

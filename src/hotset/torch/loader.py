@@ -162,6 +162,7 @@ class HotsetLoader(Checkpoints):
         self._packages = parts.packages
         self._worker_init = parts.worker_init
         self._dataloader: DataLoader[Any] | None = parts.dataloader
+        self._cycle = parts.cycle
 
     def _init_epochs(self, n: int) -> None:
         """No epoch begun yet: the bookkeeping an epoch fills and a checkpoint saves."""
@@ -472,6 +473,8 @@ class HotsetLoader(Checkpoints):
         self._dataloader = None  # persistent workers shut down with their iterator
         self._packages.remove()  # this run's package files
         self._fetcher.close()
+        if self._cycle is not None:  # done with its chunks: the jobs still running need room
+            self._cycle.leave(self.cache, self._fetcher.key_of)
         if self.cache is not None:
             assert self._session is not None
             self._session.close()  # a private namespace is dropped, a shared one kept
@@ -497,6 +500,8 @@ class HotsetLoader(Checkpoints):
                     "their historical losses",
                     stacklevel=4,  # the training loop (<- _enter_epoch <- _run <- for)
                 )
+        if self._cycle is not None:  # where the shared chunk cycle is: part of the state
+            self._cycle.join()
         # after the evaluation: a resumed epoch restores its losses and draws the same order
         self._start_state = system_state(self.system)
         self._planner.begin(epoch, rank=self.rank, world_size=self.world_size)

@@ -7,7 +7,8 @@ here, in the main process, in a fixed order. On its way out a plan picks up
 what the main process read for it ahead of time: its packages written
 (:mod:`hotset.torch.packing`), samples staged by read-ahead
 (:mod:`hotset.torch.readahead`) and whole units the prefetcher read
-(:mod:`hotset.torch.prefetch`).
+(:mod:`hotset.torch.prefetch`). A policy that joins a chunk cycle shared by
+jobs tells the namespace where it loads now (:mod:`hotset.torch.cyclelink`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from torch.utils.data import Sampler
 
 from hotset.engine.planner import Planner
+from hotset.torch.cyclelink import CycleLink
 from hotset.torch.packing import PackingThread
 from hotset.torch.prefetch import UnitPrefetcher
 from hotset.torch.readahead import ReadAhead
@@ -38,16 +40,22 @@ class PlanSampler(Sampler[Any]):
         readahead: ReadAhead,
         prefetcher: UnitPrefetcher,
         packages: PackingThread,
+        *,
+        cycle: CycleLink | None = None,
     ) -> None:
         self._planner = planner
         self._readahead = readahead
         self._prefetcher = prefetcher
         self._packages = packages
+        self._cycle = cycle
 
     def __iter__(self) -> Iterator[Any]:
         ra = self._readahead
         pf = self._prefetcher
+        cycle = self._cycle
         for plan in self._planner.plans():
+            if cycle is not None:  # where this job loads now, for jobs starting later
+                cycle.publish()
             plan = self._packages.write(plan)  # a package with no file: its members alone
             if len(plan.prefetch):
                 pf.submit(plan.prefetch.tolist())
