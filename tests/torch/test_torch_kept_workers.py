@@ -14,8 +14,10 @@ Real worker processes throughout; the batch's ``x`` is
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,11 @@ from worker_probe import probe_collate, seed_numpy_from_torch
 
 import hotset
 from hotset.errors import HotsetError
+from hotset.torch.forksafe import fork_can_deadlock
 from hotset.torch.loader import HotsetLoader
+from process_support import run_job
+
+HERE = Path(__file__).resolve().parent
 
 CONFIG: dict[str, Any] = {"cache": 0.3, "batch_size": 16, "num_workers": 2, "verify": True}
 
@@ -201,3 +207,45 @@ def test_forked_workers_are_started_each_epoch_unless_asked(
         runs = [_take(loader, e, truth) for e in range(2)]
     assert (_pids(runs[0]) == _pids(runs[1])) is kept
     assert np.array_equal(np.sort(runs[1]["ids"]), np.arange(len(truth)))
+
+
+def _torchrun(dataset_dir: Path, out: Path, mode: str) -> list[dict[str, Any]]:
+    run_job(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            "2",
+            str(HERE / "rank_kept_workers_job.py"),
+            str(dataset_dir),
+            str(out),
+            mode,
+        ]
+    )
+    return [json.loads((out / f"{mode}{r}.json").read_text()) for r in range(2)]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is Linux's default")
+def test_under_torchrun_workers_are_kept_exactly_once_and_resume(
+    dataset_dir: Path, tmp_path: Path
+) -> None:
+    """2 ranks, a collective before each epoch: where the loader starts workers from a
+    fork server, each rank's workers serve all 3 epochs; every sample once per epoch
+    across the ranks, byte-exact (checked in the job); a rank's mid-epoch state
+    resumes exactly in a new job, whose workers are kept too."""
+    full, first, second = (_torchrun(dataset_dir, tmp_path, m) for m in ("full", "first", "second"))
+    kept = fork_can_deadlock()  # the loader picks a fork server here (hotset.torch.forksafe)
+    for ranks in (full, second):
+        for r in ranks:
+            assert r["context"] == ("forkserver" if kept else None)
+            pids = list(r["pids"].values())
+            assert all(len(p) == 2 for p in pids)
+            assert all(p == pids[0] for p in pids) is kept
+    for epoch in ("0", "1", "2"):
+        assert sorted(i for r in full for i in r["served"][epoch]) == list(range(200))
+    for rank in range(2):
+        assert first[rank]["served"]["0"] == full[rank]["served"]["0"]
+        assert first[rank]["served"]["1"] + second[rank]["served"]["1"] == full[rank]["served"]["1"]
+        assert second[rank]["served"]["2"] == full[rank]["served"]["2"]
