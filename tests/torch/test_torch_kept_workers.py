@@ -29,7 +29,7 @@ from worker_probe import probe_collate, seed_numpy_from_torch
 
 import hotset
 from hotset.errors import HotsetError
-from hotset.torch.forksafe import fork_can_deadlock
+from hotset.torch.forksafe import fork_can_deadlock, keeps_workers
 from hotset.torch.loader import HotsetLoader
 from process_support import run_job
 
@@ -207,6 +207,22 @@ def test_forked_workers_are_started_each_epoch_unless_asked(
         runs = [_take(loader, e, truth) for e in range(2)]
     assert (_pids(runs[0]) == _pids(runs[1])) is kept
     assert np.array_equal(np.sort(runs[1]["ids"]), np.arange(len(truth)))
+
+
+@pytest.mark.parametrize(
+    ("asked", "method", "workers", "kept"),
+    [
+        (None, "forkserver", 2, True),
+        (None, "spawn", 2, True),
+        (None, "fork", 2, False),
+        (None, "forkserver", 0, False),
+        (False, "forkserver", 2, False),
+        (True, "fork", 2, True),
+    ],
+)
+def test_which_workers_are_kept(asked: bool | None, method: str, workers: int, kept: bool) -> None:
+    """Left out: kept where workers are not forks of this process; as given otherwise."""
+    assert keeps_workers(asked, method, num_workers=workers) is kept
 
 
 def _torchrun(dataset_dir: Path, out: Path, mode: str) -> list[dict[str, Any]]:

@@ -28,7 +28,8 @@ torch.distributed is initialised and the Python is one of those, the loader
 starts workers with ``forkserver`` instead: the fork server is a fresh
 single-threaded interpreter, so the fork happens where no other thread exists.
 The server preloads torch and hotset's worker modules, so after its own start
-(about a second, once per process) a worker starts about as fast as a fork; the
+(a fresh Python importing torch: seconds, once per process) a worker starts
+about as fast as a fork; the
 data set is pickled to each worker, as with ``spawn``. An explicit
 ``multiprocessing_context`` is always kept.
 

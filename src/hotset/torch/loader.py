@@ -41,7 +41,10 @@ How it is built, and why:
   server or spawn are kept across epochs unless ``persistent_workers=False``
   (:func:`hotset.torch.forksafe.keeps_workers`): everything an epoch tells them
   travels in its plans and in memory shared since their start (the write
-  sequencer, the cache), so kept workers execute exactly what fresh ones would.
+  sequencer, the cache), so kept workers execute exactly what fresh ones would;
+  they are reseeded each epoch as DataLoader seeds fresh ones, with the one torch
+  function this package borrows, DataLoader's numpy seed mix
+  (:mod:`hotset.torch.workerseed`).
 
 Epoch life cycle (docs/usage.md, "Epochs"): an epoch begins when the first
 batch is asked of an iterator (its first ``next``), not at ``iter(loader)``: an
