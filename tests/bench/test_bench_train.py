@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hotset.bench.train import time_to_target
@@ -68,3 +69,53 @@ def test_top1_precision_is_reported_over_the_selective_epochs() -> None:
     ]
     assert _top1(rows) == 0.75
     assert _top1(rows[:2]) is None
+
+
+def test_epoch_order_correlation_tells_a_repeated_order_from_fresh_permutations() -> None:
+    from hotset.bench.train import epoch_order_correlation
+
+    rng = np.random.default_rng(0)
+    same = list(range(2000))
+    assert epoch_order_correlation([same, same, same]) == 1.0
+    assert epoch_order_correlation([same, same[::-1]]) == -1.0
+    fresh = [rng.permutation(2000).tolist() for _ in range(4)]
+    # independent permutations: about 0, within 4 standard deviations of 1/sqrt(n - 1) / sqrt(3)
+    assert abs(epoch_order_correlation(fresh) or 1.0) < 4 / (1999**0.5 * 3**0.5)
+    # chunks of 100 in the same sequence, shuffled inside: the chunk order alone correlates
+    chunked = [np.concatenate([rng.permutation(100) + 100 * c for c in range(20)]).tolist()
+               for _ in range(3)]  # fmt: skip
+    assert epoch_order_correlation(chunked) > 0.98
+    # compared on the ids both epochs train, first positions: repeats and gaps allowed
+    assert epoch_order_correlation([[0, 1, 1, 2, 3], [0, 2, 1, 3]]) == pytest.approx(0.8)
+    assert epoch_order_correlation([[0, 1], [0, 1]]) is None
+
+
+def test_label_sorted_workloads_follow_labels_and_differ_in_their_chunks(tmp_path: Path) -> None:
+    from hotset.bench.workloads import workload_dir
+    from hotset.data.chunks import load_layout
+    from hotset.data.manifest import Manifest
+
+    source = Manifest.load(workload_dir("synth", data_dir=tmp_path, synth_n=300))
+    layouts = {}
+    for name in ("synth-sorted", "synth-sorted-unshuffled"):
+        path = workload_dir(name, data_dir=tmp_path, synth_n=300, packed=True)
+        sorted_ = Manifest.load(path)
+        labels = np.asarray(sorted_.labels)
+        assert (np.diff(labels) >= 0).all() and len(labels) == 300
+        # the same samples (content hashes), only renumbered
+        assert sorted(sorted_.hashes) == sorted(source.hashes)
+        layout = load_layout(path)
+        assert layout is not None
+        layouts[name] = layout
+        assert workload_dir(name, data_dir=tmp_path, synth_n=300, packed=True) == path  # reused
+
+    def classes_per_chunk(name: str) -> float:
+        layout = layouts[name]
+        members = [layout.members(c) for c in range(layout.n_chunks)]
+        return float(np.mean([len(set(labels[np.asarray(m)])) for m in members]))
+
+    assert layouts["synth-sorted"].shuffle_seed == 0
+    assert layouts["synth-sorted-unshuffled"].shuffle_seed is None
+    # 30 samples a class, chunks of 64: runs of 2-3 classes, against nearly all 10 shuffled
+    assert classes_per_chunk("synth-sorted-unshuffled") <= 3.0
+    assert classes_per_chunk("synth-sorted") >= 8.0

@@ -13,7 +13,7 @@ import hotset
 from cli_support import run_cli
 from hotset.bench.workloads import PACK_CHUNK_SIZE, PACK_SHUFFLE_SEED
 from hotset.data import ChunkLayout, Manifest, SynthConfig, make_synth, pack_dataset
-from hotset.data.chunks import CHUNKS_JSON, DEFAULT_SHUFFLE_SEED
+from hotset.data.chunks import CHUNKS_JSON, DEFAULT_SHUFFLE_SEED, PACK_STREAM
 from hotset.data.homogeneity import THRESHOLD, homogeneity_warning, label_purity
 from packed_support import label_sorted_synth
 
@@ -42,7 +42,7 @@ def test_a_default_pack_is_a_seeded_shuffle_and_records_its_seed(tmp_path: Path)
     assert layout.shuffle_seed == DEFAULT_SHUFFLE_SEED == 0 and layout.shuffle == "seed 0"
     assert not _contiguous(layout)
     assert _recorded(ds)["shuffle_seed"] == 0
-    perm = np.random.default_rng(0).permutation(40)
+    perm = np.random.default_rng([0, PACK_STREAM]).permutation(40)
     assert layout.members(0).tolist() == perm[:8].tolist()
     assert hotset.open_dataset(ds).layout == layout
 

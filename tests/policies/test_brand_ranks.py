@@ -164,6 +164,7 @@ def _global_order(seed: int, n: int = 16, world: int = 2, batch: int = 4) -> tup
 
 
 def test_orders_across_ranks_cannot_be_told_from_uniform_permutations() -> None:
+    """First moments only; chunk locality across ranks: tests/policies/test_chunk_locality.py."""
     from randomness_support import randomness_p_values
 
     runs = [_global_order(seed) for seed in range(2000)]

@@ -267,3 +267,12 @@ def test_a_found_loader_of_other_ranks_is_named(dataset_dir: Path, tmp_path: Pat
     finally:
         for loader in module.built:
             loader.close()
+
+
+def test_a_batch_without_ids_names_the_batch_shapes_that_carry_them() -> None:
+    from hotset.errors import HotsetError
+    from hotset.lightning.callback import _ids_of
+
+    with pytest.raises(HotsetError, match=r"batch='dict'.*outputs\['ids'\]"):
+        _ids_of((torch.zeros(2), torch.zeros(2)), "ids")
+    assert _ids_of({"x": 1, "ids": [4, 5]}, "ids") == [4, 5]

@@ -155,7 +155,7 @@ def test_a_users_dataset_is_packed_too(tmp_path: Path) -> None:
                 assert torch.equal(x[:, 0], ids.to(x.dtype)) and torch.equal(y, ids % 3)
                 seen += ids.tolist()
             assert sorted(seen) == list(range(40))
-    unhashed = hotset.from_dataset(items, sizes=[len(items)] * 40)
+    unhashed = hotset.from_dataset(items, sizes=[len(items)] * 40, labels=[y for _, y in items])
     with pytest.raises(HotsetError, match="loader cannot pack it"):
         hotset.loader(unhashed, system="brand", verify=False, pack_dir=packs)
 

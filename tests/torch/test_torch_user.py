@@ -55,7 +55,7 @@ def test_items_are_cached_and_delivered_exactly(dataset_dir: Path, workers: int)
 def test_raw_bytes_make_the_same_decisions_as_the_manifest(dataset_dir: Path) -> None:
     """Same system and seed: the user's read() path and the manifest path agree exactly."""
     folder = _folder(dataset_dir)
-    mine = hotset.from_dataset(folder, read=folder.read, decode="image")
+    mine = hotset.from_dataset(folder, read=folder.read, decode="image", labels=folder.labels)
     assert np.array_equal(mine.manifest.sizes, hotset.open_dataset(dataset_dir).manifest.sizes)
     rows = {}
     for name, data in (("user", mine), ("manifest", hotset.open_dataset(dataset_dir))):
@@ -86,7 +86,9 @@ def test_sizes_skip_the_checks_only_when_the_loader_is_told(dataset_dir: Path) -
     """No hashes, nothing to verify by: verify is never turned off behind the user's back."""
     folder = _folder(dataset_dir)
     sizes = [len(folder.read(i)) for i in range(len(folder))]
-    data = hotset.from_dataset(folder, read=folder.read, decode="image", sizes=sizes)
+    data = hotset.from_dataset(
+        folder, read=folder.read, decode="image", sizes=sizes, labels=folder.labels
+    )
     for unhashed in (data, data.subset(range(50))):
         with pytest.raises(hotset.HotsetError, match=r"no hashes .* pass verify=False"):
             hotset.loader(unhashed, system="lru", cache="30%", batch_size=16)
@@ -113,7 +115,9 @@ def test_read_and_decode_come_together(dataset_dir: Path) -> None:
         hotset.from_dataset(folder, read=folder.read)
     with pytest.raises(hotset.HotsetError, match="needs read="):
         hotset.from_dataset(folder, decode="image")
-    bad = hotset.from_dataset(folder, read=lambda i: "text", decode="bytes", sizes=[4] * 200)
+    bad = hotset.from_dataset(
+        folder, read=lambda i: "text", decode="bytes", sizes=[4] * 200, labels=None
+    )
     with pytest.raises(hotset.HotsetError, match="must return bytes"):
         bad.store.read("0")
 
@@ -147,8 +151,8 @@ def test_an_unsupported_item_is_refused_while_measuring(dataset_dir: Path) -> No
     assert "PIL.PngImagePlugin.PngImageFile" in message
     assert "Pass read= (the stored bytes) and decode= to hotset.from_dataset" in message
     # the way out works: the stored bytes, decoded as PIL images by hotset
-    data = hotset.from_dataset(folder, read=folder.read, decode="pil")
-    assert type(data[0][0]).__name__ == "PngImageFile"
+    data = hotset.from_dataset(folder, read=folder.read, decode="pil", labels=folder.labels)
+    assert data[0][0].mode == "RGB" and data[0][1] == folder.labels[0]
 
 
 def _plant(loader: hotset.torch.HotsetLoader, url: str, canary: Path) -> int:
@@ -183,7 +187,8 @@ def test_a_pickle_planted_in_redis_runs_no_code(
     folder = _folder(dataset_dir)
     data: Any = folder
     if mode == "sizes":
-        data = hotset.from_dataset(folder, sizes=[len(encode_item(folder[i])) for i in range(200)])
+        sizes = [len(encode_item(folder[i])) for i in range(200)]
+        data = hotset.from_dataset(folder, sizes=sizes, labels=folder.labels)
     verify = mode == "verify"
     options: dict[str, Any] = {"cache_bytes": "100%", "namespace": f"planted-{mode}"}
     with hotset.loader(

@@ -90,3 +90,20 @@ def pickle_payload(canary: Path, size: int) -> bytes:
         if len(data) == size:
             return data
     raise ValueError(f"no pickle payload of exactly {size} bytes")
+
+
+def read_key(root: Path, keys: list[str], index: int) -> bytes:
+    """A module-level ``read=`` for ``from_dataset``: with ``functools.partial`` it pickles."""
+    return (root / keys[index]).read_bytes()
+
+
+class WithLambda(Folder):
+    """A Dataset holding a lambda, as ``target_transform=lambda y: ...`` leaves one."""
+
+    def __init__(self, root: Path, keys: list[str], labels: list[int]) -> None:
+        super().__init__(root, keys, labels)
+        self.target_transform = lambda y: y
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        x, y = super().__getitem__(index)
+        return x, self.target_transform(y)

@@ -6,7 +6,12 @@ synthetic 32×32 images padded to ImageNet-like byte sizes (``hotset data synth
 --sizes imagenet``: log-normal, mean 110 kB, about 215 MB in all), so that a
 store's bandwidth matters as it does on real data while the pixels, labels and
 learning stay those of ``synth``. 2,000 keeps a bench on it feasible on a small
-machine (generated in about 2 s). All are written under a data directory
+machine (generated in about 2 s). ``synth-sorted``: ``synth`` with its ids
+renumbered in label order (all of class 0, then class 1, ...), as an ImageFolder
+tree imported class by class gives them, packed with the default seeded shuffle;
+``synth-sorted-unshuffled``: the same ids packed in id order, so that each chunk
+holds one class (what packing did before it shuffled by default, kept to show
+the difference). All are written under a data directory
 (``.hotset-data/`` by default, git-ignored) and reused while their manifest
 loads with the expected length.
 """
@@ -21,7 +26,9 @@ from hotset.errors import HotsetError
 
 _N = TypeVar("_N", int, float)
 
-WORKLOADS = ("synth", "digits", "imagenet-like")
+WORKLOADS = ("synth", "digits", "imagenet-like", "synth-sorted", "synth-sorted-unshuffled")
+#: the workloads whose ids follow their labels, and whether their chunks are shuffled
+LABEL_SORTED = {"synth-sorted": True, "synth-sorted-unshuffled": False}
 #: samples of the ``imagenet-like`` workload (its size, whatever ``synth_n`` says)
 IMAGENET_LIKE_N = 2_000
 DEFAULT_DATA_DIR = Path(".hotset-data")
@@ -60,7 +67,8 @@ def workload_dir(
         name, data_dir=data_dir, synth_n=synth_n, imagenet_n=imagenet_n, progress=progress
     )
     if packed:
-        ensure_packed(path, progress=progress)
+        shuffled = LABEL_SORTED.get(name, True)
+        ensure_packed(path, seed=PACK_SHUFFLE_SEED if shuffled else None, progress=progress)
     return path
 
 
@@ -68,10 +76,11 @@ def ensure_packed(
     path: str | Path,
     *,
     chunk_size: int = PACK_CHUNK_SIZE,
-    seed: int = PACK_SHUFFLE_SEED,
+    seed: int | None = PACK_SHUFFLE_SEED,
     progress: bool = False,
 ) -> None:
-    """Give ``path`` a chunk layout (a seeded shuffle cut into chunks) unless it has one."""
+    """Give ``path`` a chunk layout (a seeded shuffle cut into chunks; id order with
+    ``seed=None``) unless it has one."""
     from hotset.data.chunks import ChunkLayout, pack_dataset
 
     if not ChunkLayout.exists(path):
@@ -81,6 +90,14 @@ def ensure_packed(
 def _generated(name: str, *, data_dir: Path, synth_n: int, imagenet_n: int, progress: bool) -> Path:
     from hotset.data import Manifest, SynthConfig, make_digits, make_synth
 
+    if name in LABEL_SORTED:
+        return _label_sorted(
+            data_dir / f"{name}-{synth_n}",
+            _generated(
+                "synth", data_dir=data_dir, synth_n=synth_n, imagenet_n=0, progress=progress
+            ),
+            progress=progress,
+        )
     if name == "synth":
         path, expected = data_dir / f"synth-{synth_n}", synth_n
     elif name == "imagenet-like":
@@ -102,6 +119,27 @@ def _generated(name: str, *, data_dir: Path, synth_n: int, imagenet_n: int, prog
         make_synth(path, cfg, force=True, progress=progress)
     else:
         make_digits(path, force=True, progress=progress)
+    return path
+
+
+def _label_sorted(path: Path, source: Path, *, progress: bool) -> Path:
+    """``source``'s samples renumbered in label order (stable: ids keep their order
+    within a class), as hard links (``hotset data subset --ids``); reused while it
+    holds as many samples as ``source``."""
+    import numpy as np
+
+    from hotset.data import Manifest
+    from hotset.data.split import subset_dataset
+
+    manifest = Manifest.load(source)
+    if path.is_dir():
+        try:
+            if len(Manifest.load(path)) == len(manifest):
+                return path
+        except HotsetError:
+            pass
+    ids = np.argsort(np.asarray(manifest.labels), kind="stable")
+    subset_dataset(source, path, ids, force=True, progress=progress)
     return path
 
 

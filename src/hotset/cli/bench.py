@@ -25,6 +25,7 @@ _SUITE_MODULES: dict[str, str] = {
     "multijob": "hotset.cli.bench_multijob",
     "matrix": "hotset.cli.bench_matrix",
     "which": "hotset.cli.bench_which",
+    "locality": "hotset.cli.bench_locality",
 }
 
 #: commands of the group that read committed results instead of measuring (no suite)

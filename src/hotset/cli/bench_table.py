@@ -88,11 +88,13 @@ SUITE_COLUMNS: dict[str, list[Column]] = {
         ("system", "system"),
         ("acc", "final_acc_mean"),
         ("acc_std", "final_acc_std"),
+        ("acc_delta", "acc_delta_vs_pytorch"),
         ("to_target_s", "time_to_target_mean_s"),
         ("reached", "reached"),
         ("requests/ep", "storage_requests_per_epoch_mean"),
         ("exact", "exact_hit_ratio_mean"),
         ("distinct/ep", "unique_ids_trained_per_epoch_mean"),
+        ("epoch_corr", "epoch_order_spearman_mean"),
     ],
     "overhead": [
         ("metric", "metric"),
@@ -155,6 +157,19 @@ SUITE_COLUMNS: dict[str, list[Column]] = {
         ("distinct/job/ep", "ids_trained_per_job_epoch"),
         ("every_id", "every_id_every_epoch"),
         *_SPEED,
+    ],
+    "locality": [
+        ("layout", "layout"),
+        ("chunk", "chunk_size"),
+        ("cache", "cache_frac"),
+        ("system", "system"),
+        ("adjacency", "same_chunk_adjacency"),
+        ("adj/unif", "adjacency_vs_uniform"),
+        ("spread", "chunk_spread"),
+        ("spread/unif", "spread_vs_uniform"),
+        ("epoch_rho", "epoch_rank_corr"),
+        ("rho_z", "epoch_rank_corr_z"),
+        ("label_adj/unif", "label_adjacency_vs_uniform"),
     ],
 }
 #: columns whose text is cut to WIDE_CELL characters

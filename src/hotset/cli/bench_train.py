@@ -14,7 +14,13 @@ from hotset.systems.registry import split_systems
 
 
 @click.command("train")
-@click.option("--workloads", default="digits", show_default=True, help="synth and/or digits.")
+@click.option(
+    "--workloads",
+    default="digits",
+    show_default=True,
+    help="Comma list of synth, digits, imagenet-like, synth-sorted (label-sorted ids, "
+    "packed shuffled), synth-sorted-unshuffled (packed in id order).",
+)
 @click.option(
     "--systems",
     default="pytorch,lru,minio,shade",

@@ -118,41 +118,101 @@ def digits(out: str, fmt: str, val: float, seed: int, force: bool, quiet: bool) 
     type=click.Path(),
     default=None,
     help="Directory or .csv path for the manifest (default: ROOT). Keys stay relative to ROOT, "
-    "which dataset.json records as 'root'.",
+    "which dataset.json records as 'root'. For a split tree: a directory, one folder per split.",
 )
 @click.option(
     "--layout",
     default="auto",
     show_default=True,
-    type=click.Choice(["auto", "imagefolder", "flat"]),
-    help="imagefolder: one sub-folder per class (labels by sorted name); flat: all label -1.",
+    type=click.Choice(["auto", "imagefolder", "flat", "splits"]),
+    help="imagefolder: one sub-folder per class (labels by sorted name); flat: all label -1; "
+    "splits: ROOT/{train,val,...}/CLASS/*, one data set per split (auto picks it when ROOT "
+    "holds only folders named train, val, valid, validation or test).",
+)
+@click.option(
+    "--split",
+    "splits",
+    multiple=True,
+    help="With a split tree: import only this split (repeatable; default: all). Labels are "
+    "numbered over every split's classes either way.",
 )
 @click.option("--force", is_flag=True, help="Replace an existing manifest.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def import_(root: str, out: str | None, layout: str, force: bool, quiet: bool) -> None:
+def import_(
+    root: str, out: str | None, layout: str, splits: tuple[str, ...], force: bool, quiet: bool
+) -> None:
     """Write a manifest for a folder of .png/.jpg/.jpeg/.npy files.
 
     One sub-folder per class (ImageFolder; labels 0.. by sorted folder name) or
-    a flat folder (label -1). Sizes and xxh3 hashes are computed from the files.
-    Symbolic links that lead outside ROOT are skipped, counted and named.
+    a flat folder (label -1). A split tree (ROOT/train/CLASS/*, ROOT/val/CLASS/*,
+    as ImageNet's) becomes one data set per split, in OUT/SPLIT (default
+    ROOT/SPLIT), with classes numbered over all splits so labels agree.
+    Sizes and xxh3 hashes are computed from the files. Symbolic links that lead
+    outside ROOT are skipped, counted and named.
     """
     import warnings
 
+    from hotset.data.importer import split_names
+    from hotset.errors import HotsetError
+
+    by_split = layout == "splits" or (layout == "auto" and bool(split_names(root)))
+    if splits and not by_split:
+        raise HotsetError(
+            f"--split {splits[0]} needs a split tree (ROOT/train/CLASS/..., ROOT/val/...); "
+            + (f"{root!r} is none" if layout == "auto" else f"--layout {layout} is another")
+        )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        if by_split:
+            lines = _import_splits(root, out, splits, force, quiet)
+        else:
+            lines = [_import_one(root, out, layout, force, quiet)]
+    for warning in caught:  # one line each, not Python's file:line format
+        click.echo(f"hotset: warning: {warning.message}", err=True)
+    for line in lines:
+        click.echo(line)
+
+
+def _import_one(root: str, out: str | None, layout: str, force: bool, quiet: bool) -> str:
     from hotset.data.importer import import_folder
     from hotset.data.manifest import Manifest
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", RuntimeWarning)
-        manifest = import_folder(root, out=out, layout=layout, force=force, progress=not quiet)
-    for warning in caught:  # one line each, not Python's file:line format
-        click.echo(f"hotset: warning: {warning.message}", err=True)
+    manifest = import_folder(root, out=out, layout=layout, force=force, progress=not quiet)
     csv_path, _ = Manifest.paths(out if out is not None else root)
     skipped = manifest.meta.get("skipped_links", 0)
-    click.echo(
+    return (
         f"imported {len(manifest)} samples, {manifest.total_bytes} bytes, "
         f"{manifest.num_classes} classes -> {csv_path}"
         + (f" (skipped {skipped} symbolic links leading outside {root})" if skipped else "")
     )
+
+
+def _import_splits(
+    root: str, out: str | None, splits: tuple[str, ...], force: bool, quiet: bool
+) -> list[str]:
+    """One line saying what was found, then one per split imported."""
+    from pathlib import Path
+
+    from hotset.data.import_splits import import_splits
+    from hotset.data.importer import split_names
+    from hotset.data.manifest import Manifest
+
+    found = split_names(root)
+    manifests = import_splits(root, out=out, splits=splits, force=force, progress=not quiet)
+    first = next(iter(manifests.values()))
+    lines = [
+        f"{root} is split into {', '.join(found)}: one data set per split, "
+        f"{first.num_classes} classes numbered over every split's class folders"
+    ]
+    for name, manifest in manifests.items():
+        csv_path, _ = Manifest.paths(Path(out if out is not None else root) / name)
+        skipped = manifest.meta.get("skipped_links", 0)
+        lines.append(
+            f"imported {name}: {len(manifest)} samples, {manifest.total_bytes} bytes, "
+            f"{manifest.num_classes} classes -> {csv_path}"
+            + (f" (skipped {skipped} symbolic links leading outside it)" if skipped else "")
+        )
+    return lines
 
 
 @data.command("verify")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from hotset.data.chunks import ChunkLayout, load_layout, pack_dataset, read_chunk
 from hotset.data.decode import decode, decode_many, format_of
 from hotset.data.digits import make_digits
+from hotset.data.import_splits import import_splits
 from hotset.data.importer import import_folder, scan
 from hotset.data.manifest import DATASET_JSON, MANIFEST_CSV, Manifest, content_hash
 from hotset.data.opener import dataset_root, open_dataset
@@ -31,6 +32,7 @@ __all__ = [
     "decode_many",
     "format_of",
     "import_folder",
+    "import_splits",
     "load_layout",
     "make_digits",
     "make_synth",

@@ -803,12 +803,25 @@ def write_synced(path: Path, data: bytes) -> None:
         os.fsync(fh.fileno())
 
 
+#: the second word of the pack shuffle's seed: above every epoch (0 .. 2**31 - 1), so a
+#: pack's permutation is never one a sampler draws for an epoch
+PACK_STREAM = 2**32 - 1
+
+
 def pack_order(n: int, shuffle_seed: int | None) -> IntArray:
-    """The ids in the order they are cut into chunks: ``np.random.default_rng(seed)``'s
-    permutation of ``0..n-1``, or id order when ``shuffle_seed`` is None."""
+    """The ids in the order they are cut into chunks: ``default_rng([seed, PACK_STREAM])``'s
+    permutation of ``0..n-1``, or id order when ``shuffle_seed`` is None.
+
+    Why the second word: the samplers draw epoch ``e`` from ``default_rng([seed, e])``,
+    and ``default_rng([s, 0])`` is ``default_rng(s)``. Packed with ``default_rng(s)``
+    (before), a job at seed ``s`` on a pack of seed ``s`` (0 and 0 by default) asked for
+    its first epoch chunk by chunk, which flattered every chunk system's first epoch
+    in benchmarks; a pack of an earlier hotset with the same recorded seed holds that
+    older permutation (nothing re-derives a layout from its seed)."""
     if shuffle_seed is None:
         return np.arange(n, dtype=np.int64)
-    return np.random.default_rng(shuffle_seed).permutation(n).astype(np.int64)
+    rng = np.random.default_rng([shuffle_seed, PACK_STREAM])
+    return rng.permutation(n).astype(np.int64)
 
 
 def write_chunks(
@@ -911,7 +924,7 @@ def pack_dataset(
     """Write one chunk file per ``chunk_size`` samples, then ``chunks.json``; return the layout.
 
     Ids are grouped in the permutation drawn by
-    ``np.random.default_rng(shuffle_seed)`` -- by default, with
+    ``np.random.default_rng([shuffle_seed, PACK_STREAM])`` -- by default, with
     :data:`DEFAULT_SHUFFLE_SEED` -- so a chunk holds random ids and reading
     chunks in a random order stays close to reading samples in a random order
     (the module docstring says why this is the default, "Why shuffle by default");

@@ -1,7 +1,10 @@
 """Make a manifest for an existing folder of images.
 
 Two layouts: ImageFolder (one sub-folder per class, labels by sorted class
-name, as torchvision does) and flat (every image unlabeled, label -1). Keys stay
+name, as torchvision does) and flat (every image unlabeled, label -1). A split
+tree (``ROOT/{train,val}/CLASS/*``, as ImageNet ships) is neither: ``auto``
+refuses it here rather than make ``train`` and ``val`` two classes, and
+:mod:`hotset.data.import_splits` imports it, one data set per split. Keys stay
 relative to the imported folder, so the files never move; when the manifest is
 written elsewhere, ``dataset.json`` records that folder as ``root``.
 
@@ -32,6 +35,8 @@ from hotset.errors import HotsetError
 from hotset.storage.local import LocalStore
 
 LAYOUTS = ("auto", "imagefolder", "flat")
+#: folder names read as a data set's splits, not classes (compared in lower case)
+SPLIT_NAMES = frozenset({"train", "val", "valid", "validation", "test"})
 
 
 def _is_sample(path: Path) -> bool:
@@ -96,6 +101,7 @@ def scan(
     top_files = [p for p in entries if _is_sample(p)]
     class_dirs = [p for p in entries if p.is_dir() and not p.name.startswith(".")]
     if layout == "auto":
+        _refuse_splits(base, class_dirs, top_files)
         if top_files and any(tree.images_under(d) for d in class_dirs):
             raise HotsetError(
                 f"cannot import {str(base)!r}: it holds both image files and sub-folders of "
@@ -108,6 +114,48 @@ def scan(
     elif tree.skipped:
         warnings.warn(_skipped_message(base, tree.skipped), RuntimeWarning, stacklevel=2)
     return keys, labels, names
+
+
+def split_names(root: str | os.PathLike[str]) -> list[str]:
+    """The split folders of ``root`` when it is a split tree (``ROOT/{train,val}``), else [].
+
+    A split tree holds no image files at its top and only folders named as
+    splits (:data:`SPLIT_NAMES`, in any case), as ImageNet's ``train/`` and
+    ``val/`` do; each is then a data set of its own (see
+    :mod:`hotset.data.import_splits`), never a class.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        return []
+    entries = [p for p in base.iterdir() if not p.name.startswith(".")]
+    dirs = [p for p in entries if p.is_dir()]
+    if any(_is_sample(p) for p in entries) or not dirs:
+        return []
+    if all(p.name.lower() in SPLIT_NAMES for p in dirs):
+        return sorted(p.name for p in dirs)
+    return []
+
+
+def _refuse_splits(base: Path, dirs: list[Path], top_files: list[Path]) -> None:
+    """``auto`` never makes split folders classes (``train`` and ``val`` were two classes)."""
+    splits = [p.name for p in dirs if p.name.lower() in SPLIT_NAMES]
+    if not splits or top_files:
+        return
+    others = [p.name for p in dirs if p.name.lower() not in SPLIT_NAMES]
+    if not others:
+        raise HotsetError(
+            f"cannot import {str(base)!r} as one data set: it is split into "
+            f"{', '.join(splits)}; import each split with hotset.data.import_splits "
+            "(`hotset data import` does), or pass layout='imagefolder' to make "
+            "those folders classes"
+        )
+    shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+    raise HotsetError(
+        f"cannot import {str(base)!r}: it holds split folders ({', '.join(splits)}) beside "
+        f"other folders ({shown}), so it is neither a split tree nor one class per folder; "
+        "import a split folder itself (e.g. ROOT/train), or pass --layout imagefolder to "
+        "make every folder a class"
+    )
 
 
 def _collect(
@@ -166,6 +214,35 @@ def import_folder(
     keys, labels, names = scan(base, layout=layout, skipped=skipped)
     if skipped:
         warnings.warn(_skipped_message(base, skipped), RuntimeWarning, stacklevel=2)
+    return write_manifest(
+        base,
+        keys,
+        labels,
+        names,
+        out=out,
+        force=force,
+        progress=progress,
+        workers=workers,
+        meta={"skipped_links": len(skipped)} if skipped else None,
+    )
+
+
+def write_manifest(
+    base: Path,
+    keys: list[str],
+    labels: list[int],
+    names: list[str],
+    *,
+    out: str | os.PathLike[str] | None,
+    force: bool,
+    progress: bool,
+    workers: int,
+    meta: dict[str, Any] | None = None,
+) -> Manifest:
+    """Hash the files ``keys`` (relative to ``base``) and save their manifest in ``out``.
+
+    ``meta`` is added to what is described from the files (format, classes, shape).
+    """
     target = Path(out) if out is not None else base
     csv_path, _ = Manifest.paths(target)
     if csv_path.exists() and not force:
@@ -192,11 +269,10 @@ def import_folder(
         )
     sizes = [s for s, _ in results]
     hashes = [h for _, h in results]
-    meta = _describe(store, keys, names)
-    meta["root"] = _root_for(base, csv_path.parent)
-    if skipped:
-        meta["skipped_links"] = len(skipped)
-    manifest = Manifest(np.arange(len(keys)), keys, sizes, labels, hashes, meta)
+    described = _describe(store, keys, names)
+    described["root"] = _root_for(base, csv_path.parent)
+    described.update(meta or {})
+    manifest = Manifest(np.arange(len(keys)), keys, sizes, labels, hashes, described)
     try:
         manifest.save(target)
     except OSError as exc:
@@ -233,4 +309,4 @@ def _describe(store: LocalStore, keys: list[str], names: list[str]) -> dict[str,
     return meta
 
 
-__all__ = ["LAYOUTS", "import_folder", "scan"]
+__all__ = ["LAYOUTS", "SPLIT_NAMES", "import_folder", "scan", "split_names", "write_manifest"]

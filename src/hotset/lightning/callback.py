@@ -212,8 +212,10 @@ def _ids_of(batch: Any, key: str) -> Any:
     if isinstance(batch, Sequence) and len(batch) == 4:
         return batch[2]
     raise HotsetError(
-        f"HotsetCallback: cannot find the sample ids in a batch of type {type(batch).__name__}; "
-        f"return them from training_step as outputs[{key!r}]"
+        f"HotsetCallback: cannot find the sample ids in a batch of type {type(batch).__name__} "
+        "(a batch='xy' loader drops them, and loader.last_ids is already the next batch's "
+        "under Lightning, which fetches a batch ahead); build the loader with batch='dict' or "
+        f"the default (x, y, ids, w), or return the ids from training_step as outputs[{key!r}]"
     )
 
 

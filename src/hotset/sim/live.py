@@ -108,7 +108,9 @@ def run_live(
     it (no scorer, unweighted): their order and cache decisions are then exactly
     those of a trained run, and the accuracy fields are ``None``. A system that
     learns from losses is refused. ``record_accesses`` adds ``"accesses"``: the
-    requested training ids of each epoch, in order (for offline bounds).
+    requested training ids of each epoch, in order (for offline bounds), and
+    ``"served"``: the ids each epoch trained, in order (substitutions and a chunk
+    system's reordering included).
     ``measure_identification`` adds ``top1_precision`` to each trained epoch after
     the first: how many of the truly top 1% samples (a forward pass over all of
     them) the losses the sampler drew from rank there
@@ -293,6 +295,7 @@ def _result(
     }
     if record_accesses:
         result["accesses"] = [order.tolist() for order in driver.orders]
+        result["served"] = [served for served in driver.served]
     return result
 
 
@@ -452,6 +455,8 @@ class _Driver:
         self.coverage = Coverage(len(keys))
         #: the requested ids of each epoch, in order
         self.orders: list[IntArray] = []
+        #: the ids each epoch trained, in order
+        self.served: list[list[int]] = []
         #: samples the epoch's re-evaluation read from the store (the cache lacked them)
         self.evaluate_reads = 0
 
@@ -498,6 +503,7 @@ class _Driver:
                 "order differs from the one planned up front (the sampler uses feedback)"
             )
         self.orders.append(order)
+        self.served.append([])
         if self.trainer is not None:
             self.trainer.set_epoch(epoch)
         counts = EpochCounts()
@@ -572,6 +578,7 @@ class _Driver:
             assert self.packer is not None and self.layout is not None
             self.packer.write(self.layout, ahead)
         served = plan.served
+        self.served[-1].extend(served.tolist())
         self.coverage.add(served)
         if self.trainer is not None:
             losses = self.trainer.step(served, plan.weights)

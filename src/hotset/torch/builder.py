@@ -52,6 +52,7 @@ from hotset.errors import HotsetError
 from hotset.storage.local import LocalStore
 from hotset.systems.auto import AUTO, Choice, choose
 from hotset.systems.base import System
+from hotset.torch.batches import check_batch_system
 from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.chunkpack import with_chunks
 from hotset.torch.dataset import HotsetDataset, open_dataset
@@ -153,6 +154,7 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
     packer, unit_layout = _packing(plan, data, options, sizes)
     readahead_bytes = _readahead_budget(plan.caps, options, node_shared=node is not None)
     _check_drivable(plan.caps, options, world_size)
+    check_batch_system(options.batch, plan.system)
     if plan.caps.caches:
         check_budget(
             plan.planned, sizes, options.batch_size, shares=node.local_world if node else 1

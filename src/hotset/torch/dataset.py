@@ -16,7 +16,7 @@ from hotset.errors import HotsetError
 from hotset.storage.base import Store
 
 DecodeSpec = str | Callable[[bytes, str], Any]
-DECODE_MODES = ("image", "bytes", "pil")
+DECODE_MODES = ("image", "bytes", "pil", "pil-keep")
 
 
 def decode_sample(
@@ -24,9 +24,10 @@ def decode_sample(
 ) -> Any:
     """One sample's bytes as training sees them: decoded, then transformed.
 
-    ``"image"`` gives a float32 ``C,H,W`` tensor in [0, 1]; ``"pil"`` a
-    ``PIL.Image`` (what torchvision-style transforms expect), ``"bytes"`` the
-    bytes themselves, a callable whatever it returns for ``(bytes, key)``.
+    ``"image"`` gives a float32 ``C,H,W`` tensor in [0, 1]; ``"pil"`` an RGB
+    ``PIL.Image`` (what torchvision-style transforms expect), ``"pil-keep"`` a
+    ``PIL.Image`` in the file's own mode, ``"bytes"`` the bytes themselves, a
+    callable whatever it returns for ``(bytes, key)``.
     The loader's workers and ``HotsetDataset[i]`` both decode here, so a cached
     sample and a freshly read one become the same object.
     """
@@ -38,25 +39,34 @@ def decode_sample(
         from hotset.data.decode import decode as decode_image
 
         out = torch.from_numpy(decode_image(data, key))
-    elif decode == "pil":
-        out = _pil(data, key)
+    elif decode == "pil" or decode == "pil-keep":
+        out = _pil(data, key, keep_mode=decode == "pil-keep")
     else:
         assert callable(decode)
         out = decode(data, key)
     return transform(out) if transform is not None else out
 
 
-def _pil(data: bytes, key: str) -> Any:
+def _pil(data: bytes, key: str, *, keep_mode: bool) -> Any:
+    """A ``PIL.Image``: RGB, as torchvision's default loader (``pil_loader``) gives it.
+
+    Why RGB by default: a torchvision pipeline written for ``ImageFolder``
+    (``Normalize`` with three means, a model with three input channels) expects
+    three channels whatever the file holds, and a grayscale or palette file kept
+    as it is fails there with a shape mismatch, far from the cause.
+    ``keep_mode`` (``decode="pil-keep"``) keeps the file's mode (L, P, RGBA, I;16).
+    """
     import io
 
     from PIL import Image
 
+    name = "pil-keep" if keep_mode else "pil"
     try:
         image = Image.open(io.BytesIO(data))
         image.load()  # decode now: a lazy image would read from a buffer that is gone
+        return image if keep_mode else image.convert("RGB")
     except Exception as exc:
-        raise HotsetError(f"cannot decode {key!r} as an image for decode='pil': {exc}") from None
-    return image
+        raise HotsetError(f"cannot decode {key!r} as an image for decode={name!r}: {exc}") from None
 
 
 def check_decode(decode: object) -> DecodeSpec:
@@ -76,7 +86,8 @@ class HotsetDataset:
     """A dataset the loader can read: ``manifest`` ids ``0..N-1`` with keys into ``store``.
 
     ``decode`` is ``"image"`` (PNG/JPEG/NPY to a float32 ``C,H,W`` tensor in
-    [0, 1], via :func:`hotset.data.decode.decode`), ``"pil"`` (a ``PIL.Image``,
+    [0, 1], via :func:`hotset.data.decode.decode`), ``"pil"`` (an RGB ``PIL.Image``
+    as torchvision's loader gives it; ``"pil-keep"``: in the file's own mode,
     for torchvision-style transforms), ``"bytes"`` (the raw bytes; a batch's
     ``x`` is then a list of ``bytes``) or a callable ``(bytes, key)``.
     ``transform`` is applied to each decoded sample (for ``"image"``, a tensor).

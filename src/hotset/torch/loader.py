@@ -84,9 +84,11 @@ from hotset.engine.plan import EpochLog
 from hotset.errors import HotsetError
 from hotset.importance.table import as_ids, as_values
 from hotset.systems.base import System
+from hotset.torch.batches import shape_batch
 from hotset.torch.builder import LoaderParts, as_hotset_dataset, build
 from hotset.torch.checkpoint import STATE_VERSION, Checkpoints, load_system_state, system_state
 from hotset.torch.dataset import HotsetDataset
+from hotset.torch.dlkeywords import describe_dataloader_keywords
 from hotset.torch.fetch import BACKEND_ERRORS, BatchFetcher
 from hotset.torch.options import (
     DEFAULT_CACHE,
@@ -94,6 +96,7 @@ from hotset.torch.options import (
     LoaderOptions,
     describe_options,
 )
+from hotset.torch.picklehint import start_workers
 from hotset.torch.ranks import active_world, merge_epoch
 from hotset.torch.report import EpochStats
 from hotset.torch.state import check_epoch
@@ -117,7 +120,8 @@ _WORKER_DIED = re.compile(r"DataLoader worker \(pid")
 
 
 class HotsetLoader(Checkpoints):
-    """An iterable of ``(x, y, ids, w)`` batches; see the module docstring and :func:`loader`.
+    """An iterable of ``(x, y, ids, w)`` batches (``batch=`` gives ``(x, y)`` or a dict);
+    see the module docstring and :func:`loader`.
 
     ``options`` are :class:`~hotset.torch.options.LoaderOptions`' fields, by name.
     """
@@ -189,6 +193,8 @@ class HotsetLoader(Checkpoints):
         self._current: EpochStats | None = None
         self._gen: Generator[Any, None, None] | None = None
         self._resumed = False
+        #: the ids of the batch the current iterator yielded last (see last_ids)
+        self._last_ids: Any = None
 
     # -- the user API ---------------------------------------------------------------
     def set_epoch(self, epoch: int) -> None:
@@ -234,7 +240,7 @@ class HotsetLoader(Checkpoints):
         full, rest = divmod(ids, self.batch_size)
         return full + (1 if rest and not self._planner.drop_last else 0)
 
-    def __iter__(self) -> Iterator[tuple[Any, Any, Any, Any]]:
+    def __iter__(self) -> Iterator[Any]:
         """A new iterator over an epoch, which begins only at its first batch.
 
         Creating it stops the previous iterator and does nothing else: the epoch
@@ -264,8 +270,28 @@ class HotsetLoader(Checkpoints):
             self._begin_epoch(self._next_epoch)
         self._abandon_unwritten(clear=False)
 
+    @property
+    def last_ids(self) -> Any:
+        """The sample ids (an int64 tensor) of the batch the loader yielded last.
+
+        For ``batch="xy"``, whose batches carry no ids:
+        ``loader.update(loader.last_ids, loss)``. Exact in a loop that trains each
+        batch before asking for the next, with or without DataLoader workers: the
+        loader yields batches in their planned order from the main process, and
+        this is set as each one is yielded. A wrapper that fetches batches ahead of
+        the step (Lightning, a device prefetcher) has moved on by then: there use
+        ``batch="dict"`` or the default, whose batches carry their ids.
+        """
+        if self._last_ids is None:
+            raise HotsetError(
+                "last_ids: no batch yielded yet by this iterator; read it after the loop "
+                "received a batch"
+            )
+        return self._last_ids
+
     def update(self, ids: Any, losses: Any) -> None:
-        """Per-sample losses of a batch, keyed by the ids the loader yielded with it."""
+        """Per-sample losses of a batch, keyed by the ids the loader yielded with it
+        (``loader.last_ids`` with ``batch="xy"``)."""
         if self._status == "idle":
             raise HotsetError("update: no epoch in progress; iterate the loader first")
         if getattr(losses, "ndim", None) == 0 or isinstance(losses, int | float):
@@ -614,7 +640,7 @@ class HotsetLoader(Checkpoints):
         return dict(self._skipped)
 
     # -- the epoch's loop -------------------------------------------------------------
-    def _run(self) -> Generator[tuple[Any, Any, Any, Any], None, None]:
+    def _run(self) -> Generator[Any, None, None]:
         # a generator: nothing below runs before the first batch is asked for
         self._enter_epoch()
         stats = self._current
@@ -623,6 +649,8 @@ class HotsetLoader(Checkpoints):
         bar = self._progress_bar()
         wall_start = time.perf_counter() - stats.wall_seconds
         last_yield = time.perf_counter()
+        self._last_ids = None
+        shape = self.options.batch
         try:
             while True:
                 t0 = time.perf_counter()
@@ -641,7 +669,8 @@ class HotsetLoader(Checkpoints):
                 now = time.perf_counter()
                 self._batch_seconds.append(now - last_yield)
                 last_yield = now
-                yield x, y, ids, w
+                self._last_ids = ids
+                yield shape_batch(shape, x, y, ids, w)
             stats.wall_seconds = time.perf_counter() - wall_start
             stats.finished = True
             self._status = "finished"
@@ -678,14 +707,14 @@ class HotsetLoader(Checkpoints):
         """
         self._seed_kept_workers(dataloader)
         try:
-            it = iter(dataloader)
+            it = start_workers(dataloader, self.data, self.options)  # names an unpicklable one
         except RuntimeError as exc:
             if not (_WORKER_DIED.search(str(exc)) and dataloader.persistent_workers):
                 raise
             self._renew_kept_workers()
             assert self._dataloader is not None
             self._seed_kept_workers(self._dataloader)
-            it = iter(self._dataloader)
+            it = start_workers(self._dataloader, self.data, self.options)
         self._dataloader_iters += 1
         return it
 
@@ -789,4 +818,11 @@ def loader(
 
 
 if loader.__doc__ is not None:  # None under python -OO
-    loader.__doc__ = loader.__doc__.rstrip() + "\n\n" + describe_options() + "\n"
+    loader.__doc__ = (
+        loader.__doc__.rstrip()
+        + "\n\n"
+        + describe_options()
+        + "\n\n    The DataLoader's keywords it has no option for (hotset.torch.dlkeywords):\n\n"
+        + describe_dataloader_keywords()
+        + "\n"
+    )

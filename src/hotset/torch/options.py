@@ -5,9 +5,11 @@ take as keywords. Building one checks every value by name, before any I/O, so a
 wrong type is a :class:`~hotset.errors.HotsetError` naming the value instead of
 a torch or numpy traceback later -- or, worse, a value that silently means the
 opposite (``verify="no"`` is truthy). An unknown keyword is a ``TypeError``, as
-for any Python call. Checks that need the data set or the system (the cache
-budget as a share of the data set's bytes, whether a system builds packages)
-are the builder's (:mod:`hotset.torch.builder`).
+for any Python call, except the DataLoader's own that have no option here
+(``shuffle=``, ``sampler=``, ...: :mod:`hotset.torch.dlkeywords` answers each).
+Checks that need the data set or the system (the cache budget as a share of the
+data set's bytes, whether a system builds packages) are the builder's
+(:mod:`hotset.torch.builder`).
 
 The :func:`hotset.loader` docstring lists the options from the fields' ``doc``
 metadata (:func:`describe_options`), so the list and the checks cannot drift.
@@ -32,7 +34,9 @@ from hotset.cachestore.redis_leases import LEASE_TTL_S
 from hotset.cachestore.session import check_share_key
 from hotset.data.digest import Digest
 from hotset.errors import HotsetError
+from hotset.torch.batches import check_batch_mode
 from hotset.torch.checks import CHECK_MODES
+from hotset.torch.dlkeywords import DATALOADER_ONLY, take_dataloader_keywords
 from hotset.torch.nodecache import check_cache_scope
 from hotset.units import parse_bytes
 
@@ -349,6 +353,18 @@ class LoaderOptions:
         default=None,
         metadata=_doc("from the list of decoded samples to a batch's ``x`` (default: stacked)."),
     )
+    batch: str = field(
+        default="tuple",
+        metadata=_doc(
+            """
+            what each batch is: ``"tuple"``, ``(x, y, ids, w)``; ``"xy"``, ``(x, y)`` as a
+            DataLoader over ``(input, label)`` items gives, for a loop that must not change, the
+            batch's ids then in ``loader.last_ids`` for ``update`` (refused for a system that
+            weights losses, whose ``w`` it would drop); ``"dict"``, ``{"x", "y", "ids", "w"}``
+            (:mod:`hotset.torch.batches`).
+            """
+        ),
+    )
 
     def __post_init__(self) -> None:
         """Check every option by name, and store each in its plain Python type."""
@@ -374,6 +390,7 @@ class LoaderOptions:
         self._set("lease_ttl_s", _check_lease_ttl(self.lease_ttl_s))
         self._check_store_and_paths()
         _check_callable("worker_init_fn", self.worker_init_fn)
+        self._set("batch", check_batch_mode(self.batch))
         _check_context(self.multiprocessing_context)
         self._check_workers()
         self._check_ranks()
@@ -449,11 +466,17 @@ class LoaderOptions:
 
     @classmethod
     def from_kwargs(cls, options: Mapping[str, Any]) -> LoaderOptions:
-        """The options from keywords; an unknown name is a ``TypeError`` naming the nearest."""
+        """The options from keywords; an unknown name is a ``TypeError`` naming the nearest.
+
+        The DataLoader's keywords that have no option here (``shuffle=``, ``sampler=``,
+        ...) are answered first: accepted as no-ops or refused with what the loader
+        does instead (:mod:`hotset.torch.dlkeywords`).
+        """
         known = [f.name for f in dataclasses.fields(cls)]
+        options = take_dataloader_keywords(options)  # shuffle=, sampler=, ...: each answered
         for name in options:
             if name not in known:
-                near = difflib.get_close_matches(str(name), known, n=1)
+                near = difflib.get_close_matches(str(name), [*known, *DATALOADER_ONLY], n=1)
                 hint = f" (did you mean {near[0]!r}?)" if near else ""
                 raise TypeError(
                     f"hotset.loader got an unexpected keyword argument {name!r}{hint}; "

@@ -47,6 +47,7 @@ from hotset.data.manifest import Manifest
 from hotset.errors import HotsetError, IntegrityError
 from hotset.storage.base import StatsCounter, StoreStats
 from hotset.torch.dataset import DecodeSpec, HotsetDataset, check_decode
+from hotset.torch.userlabels import NOT_GIVEN, LabelsArg, NotGiven, resolve_labels
 
 __all__ = ["ItemStore", "encode_item", "from_dataset", "is_map_style", "is_unhashed"]
 
@@ -108,6 +109,11 @@ class ItemStore:
         self._read = read
         self._n = len(dataset)
         self._stats = StatsCounter()
+
+    @property
+    def read_fn(self) -> Callable[[int], bytes] | None:
+        """The ``read=`` given to :func:`from_dataset` (None: items are encoded)."""
+        return self._read
 
     @property
     def encodes_items(self) -> bool:
@@ -180,26 +186,8 @@ def _label(item: Any) -> int | None:
     return None
 
 
-def from_dataset(
-    dataset: Any,
-    *,
-    read: Callable[[int], bytes] | None = None,
-    decode: DecodeSpec | None = None,
-    transform: Callable[[Any], Any] | None = None,
-    sizes: Sequence[int] | np.ndarray | None = None,
-    labels: Sequence[int] | np.ndarray | None = None,
-    io_threads: int = 8,
-    progress: bool = False,
-) -> HotsetDataset:
-    """A :class:`HotsetDataset` over a user's map-style ``dataset`` (see the module).
-
-    ``read(i) -> bytes`` with ``decode`` (``"image"``, ``"pil"``, ``"bytes"`` or a
-    callable ``(bytes, key)``) caches the stored bytes; without ``read`` the
-    item is cached in :mod:`hotset.data.itemcodec`'s encoding. ``sizes`` (bytes
-    per index, as ``read`` or the encoding would return) skips the measuring pass,
-    and with it the hashes: a loader over the result then needs ``verify=False``.
-    ``labels`` overrides the labels found in ``(input, label)`` items.
-    """
+def _check_args(dataset: Any, read: object, decode: object, io_threads: object) -> int:
+    """``len(dataset)``, once the arguments of :func:`from_dataset` are checked."""
     from torch.utils.data import IterableDataset
 
     if isinstance(dataset, IterableDataset):
@@ -222,9 +210,43 @@ def from_dataset(
         raise HotsetError("decode= needs read=: without it the items are cached as they are")
     if isinstance(io_threads, bool) or not isinstance(io_threads, int) or io_threads < 1:
         raise HotsetError(f"io_threads must be an integer >= 1, got {io_threads!r}")
+    return n
+
+
+def from_dataset(
+    dataset: Any,
+    *,
+    read: Callable[[int], bytes] | None = None,
+    decode: DecodeSpec | None = None,
+    transform: Callable[[Any], Any] | None = None,
+    sizes: Sequence[int] | np.ndarray | None = None,
+    labels: LabelsArg = NOT_GIVEN,
+    io_threads: int = 8,
+    progress: bool = False,
+) -> HotsetDataset:
+    """A :class:`HotsetDataset` over a user's map-style ``dataset`` (see the module).
+
+    ``read(i) -> bytes`` with ``decode`` (``"image"``, ``"pil"``, ``"bytes"`` or a
+    callable ``(bytes, key)``) caches the stored bytes; without ``read`` the
+    item is cached in :mod:`hotset.data.itemcodec`'s encoding. ``sizes`` (bytes
+    per index, as ``read`` or the encoding would return) skips the measuring pass,
+    and with it the hashes: a loader over the result then needs ``verify=False``.
+
+    ``labels`` (one integer per index) overrides the labels found in
+    ``(input, label)`` items; left out, they are those items' labels, else
+    torchvision's ``ds.targets`` or ``ds.samples``, else an error naming
+    ``labels=`` (never ``-1`` without a word: see :mod:`hotset.torch.userlabels`).
+    ``labels=None`` says the data has none: every ``y`` is then ``-1``.
+    """
+    n = _check_args(dataset, read, decode, io_threads)
+    chosen: DecodeSpec | None = check_decode(decode) if decode is not None else None
+    # labels are settled before the measuring pass (about one epoch of reads) where it
+    # cannot find them, so a missing labels= fails at once, not after that pass
+    chosen_labels: np.ndarray | None = None
+    if read is not None or sizes is not None or not isinstance(labels, NotGiven):
+        chosen_labels = resolve_labels(dataset, labels, None)
     store = ItemStore(dataset, read=read)
     keys = [str(i) for i in range(n)]
-    found_labels = np.full(n, -1, dtype=np.int64)
     if sizes is not None:
         size_arr = np.asarray(sizes, dtype=np.int64).reshape(-1)
         if len(size_arr) != n or (size_arr < 0).any():
@@ -232,20 +254,15 @@ def from_dataset(
         hashes = [UNHASHED] * n
         pair = False
     else:
-        size_arr, hashes, found_labels, pair = _measure(dataset, store, read, io_threads, progress)
-    if labels is not None:
-        found_labels = np.asarray(labels, dtype=np.int64).reshape(-1)
-        if len(found_labels) != n:
-            raise HotsetError(f"labels must have {n} entries, got {len(found_labels)}")
+        size_arr, hashes, found, pair = _measure(dataset, store, read, io_threads, progress)
+        if chosen_labels is None:  # the items' own labels, else derived, else an error
+            chosen_labels = resolve_labels(dataset, labels, found)
+    assert chosen_labels is not None
     meta: dict[str, Any] = {"source": "user-dataset"}
     if sizes is not None:
         meta[UNHASHED_META] = True  # the loader asks for verify=False (see is_unhashed)
-    manifest = Manifest(np.arange(n), keys, size_arr, found_labels, hashes, meta=meta)
-    chosen: DecodeSpec
-    if read is not None:
-        assert decode is not None
-        chosen = check_decode(decode)
-    else:
+    manifest = Manifest(np.arange(n), keys, size_arr, chosen_labels, hashes, meta=meta)
+    if chosen is None:
         chosen = _decode_input if pair else _decode
     from hotset.storage.retry import RetryingStore
 
