@@ -177,7 +177,7 @@ def test_loader_budgets(data: hotset.torch.HotsetDataset) -> None:
         ("verify", "no", "verify must be True or False, got 'no'"),
         ("verify", 1, "verify must be True or False, got 1"),
         ("pin_memory", "yes", "pin_memory must be True or False"),
-        ("persistent_workers", None, "persistent_workers must be True or False"),
+        ("persistent_workers", "yes", "persistent_workers must be True or False"),
         ("drop_last", 0, "drop_last must be True or False"),
         ("progress", "off", "progress must be True or False"),
         ("io_threads", 2.0, "io_threads must be an integer >= 1, got 2.0"),

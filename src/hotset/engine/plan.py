@@ -57,6 +57,9 @@ class BatchPlan:
     staged: dict[int, bytes] = field(default_factory=dict)
     #: bytes of the prefetched units this batch serves from (the loader attaches them)
     staged_units: dict[int, bytes] = field(default_factory=dict)
+    #: (iteration, base seed) the loader gives the plans of an epoch whose workers it kept
+    #: from an earlier one: they reseed from it as fresh ones would (hotset.torch.workerseed)
+    worker_seed: tuple[int, int] | None = None
 
     def __len__(self) -> int:
         return len(self.requested)

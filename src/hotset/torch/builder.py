@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +59,12 @@ from hotset.torch.chunkpack import with_chunks
 from hotset.torch.cyclelink import CycleLink
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.fetch import BatchFetcher, identity_collate
-from hotset.torch.forksafe import start_method_name, worker_start_method
+from hotset.torch.forksafe import (
+    keeps_workers,
+    start_forkserver,
+    start_method_name,
+    worker_start_method,
+)
 from hotset.torch.nodecache import node_share
 from hotset.torch.options import DEFAULT_CACHE, DEFAULT_READAHEAD_BYTES, LoaderOptions
 from hotset.torch.packing import PackingThread
@@ -68,6 +74,7 @@ from hotset.torch.readahead import ReadAhead
 from hotset.torch.sequencer import Sequencer
 from hotset.torch.user import is_unhashed, unhashed_verify_error
 from hotset.torch.workers import WorkerInit
+from hotset.torch.workerseed import Reseed
 from hotset.units import parse_budget
 
 __all__ = ["LoaderParts", "as_hotset_dataset", "build", "resolve_auto", "resolve_cache"]
@@ -109,7 +116,12 @@ class LoaderParts:
     prefetcher: UnitPrefetcher
     packages: PackingThread
     worker_init: WorkerInit
+    #: the DataLoader's sampler: hands out the plans (hotset.torch.plansampler)
+    sampler: PlanSampler
     dataloader: DataLoader[Any]
+    #: a DataLoader like ``dataloader``, with no workers started yet: the loader
+    #: replaces one whose kept (persistent) workers an error left in doubt
+    new_dataloader: Callable[[], DataLoader[Any]]
     #: where a policy that joins a shared chunk cycle learns and tells where it is
     cycle: CycleLink | None = None
 
@@ -176,12 +188,9 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
     )
     prefetcher = UnitPrefetcher(fetcher.reader.read_unit, threads=options.io_threads)
     packages = PackingThread(plan.system, packer)
-    #: workers die with the main process (see hotset.torch.workers), then the user's init
-    worker_init = WorkerInit(
-        options.worker_init_fn, forkserver=start_method_name(context) == "forkserver"
-    )
     cycle = _cycle_link(plan, session)
     sampler = PlanSampler(planner, readahead, prefetcher, packages, cycle=cycle)
+    worker_init, new_dataloader = _workers(fetcher, sampler, options, context)
     return LoaderParts(
         data=data,
         options=options,
@@ -201,7 +210,9 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
         prefetcher=prefetcher,
         packages=packages,
         worker_init=worker_init,
-        dataloader=_dataloader(fetcher, sampler, options, context, worker_init),
+        sampler=sampler,
+        dataloader=new_dataloader(),
+        new_dataloader=new_dataloader,
         cycle=cycle,
     )
 
@@ -546,14 +557,44 @@ def _fetcher(
     )
 
 
+def _workers(
+    fetcher: BatchFetcher, sampler: PlanSampler, options: LoaderOptions, context: Context
+) -> tuple[WorkerInit, Callable[[], DataLoader[Any]]]:
+    """How workers start and live: their init, and what makes a DataLoader with them.
+
+    Workers the loader keeps by its own choice are reseeded each epoch
+    (:mod:`hotset.torch.workerseed`); a fork server is started now, the last step
+    of a build, so that a build that fails starts nothing.
+    """
+    persistent = keeps_workers(options.persistent_workers, context, num_workers=options.num_workers)
+    if persistent and options.persistent_workers is None:
+        fetcher.reseed = Reseed(options.worker_init_fn)
+    #: workers die with the main process (see hotset.torch.workers), then the user's init
+    worker_init = WorkerInit(
+        options.worker_init_fn, forkserver=start_method_name(context) == "forkserver"
+    )
+
+    def new_dataloader() -> DataLoader[Any]:
+        return _dataloader(fetcher, sampler, options, context, worker_init, persistent)
+
+    if options.num_workers:
+        start_forkserver(context)
+    return worker_init, new_dataloader
+
+
 def _dataloader(
     fetcher: BatchFetcher,
     sampler: PlanSampler,
     options: LoaderOptions,
     context: Context,
     worker_init: WorkerInit,
+    persistent: bool,
 ) -> DataLoader[Any]:
-    """A stock DataLoader whose items are whole plans (automatic batching off)."""
+    """A stock DataLoader whose items are whole plans (automatic batching off).
+
+    ``persistent`` is ``persistent_workers`` as given, else decided by the start
+    method (:func:`hotset.torch.forksafe.keeps_workers`).
+    """
     return DataLoader(
         fetcher,
         batch_size=None,
@@ -561,7 +602,7 @@ def _dataloader(
         num_workers=options.num_workers,
         collate_fn=identity_collate,
         pin_memory=options.pin_memory,
-        persistent_workers=options.persistent_workers,
+        persistent_workers=persistent,
         prefetch_factor=options.prefetch_factor,
         timeout=options.timeout,
         multiprocessing_context=context,

@@ -96,6 +96,7 @@ from hotset.torch.pool import SharedPool
 from hotset.torch.reads import StoreReader
 from hotset.torch.samples import SampleDecoder, identity_collate
 from hotset.torch.sequencer import Sequencer
+from hotset.torch.workerseed import Reseed
 
 try:  # a torch Dataset so DataLoader treats it as map-style; plain object if torch is absent
     from torch.utils.data import Dataset as _TorchDataset
@@ -136,8 +137,11 @@ class BatchFetcher(_TorchDataset):
         shared: bool = False,
         skip_errors: bool = False,
         collate_fn: Callable[[list[Any]], Any] | None = None,
+        reseed: Reseed | None = None,
     ) -> None:
         self.layout = layout
+        #: seeds a kept worker at each epoch as a fresh one would be (hotset.torch.workerseed)
+        self.reseed = reseed
         #: other loaders write the cache (other jobs on a shared namespace, other ranks
         #: on a node's embedded cache): misses look in it first (see hotset.torch.pool)
         self.shared = shared
@@ -222,6 +226,8 @@ class BatchFetcher(_TorchDataset):
     def _fetch(self, plan: BatchPlan) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         if not isinstance(plan, BatchPlan):
             raise HotsetError(f"the loader's dataset takes BatchPlans, got {type(plan).__name__}")
+        if self.reseed is not None:
+            self.reseed(plan.worker_seed)  # before the batch's transforms draw
         start = time.perf_counter()
         blobs, info = self._move_bytes(plan)
         info["io_seconds"] = time.perf_counter() - start

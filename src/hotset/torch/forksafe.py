@@ -28,9 +28,25 @@ torch.distributed is initialised and the Python is one of those, the loader
 starts workers with ``forkserver`` instead: the fork server is a fresh
 single-threaded interpreter, so the fork happens where no other thread exists.
 The server preloads torch and hotset's worker modules, so after its own start
-(about a second, once per process) a worker starts about as fast as a fork; the
+(a fresh Python importing torch: seconds, once per process) a worker starts
+about as fast as a fork; the
 data set is pickled to each worker, as with ``spawn``. An explicit
 ``multiprocessing_context`` is always kept.
+
+Paying a start once
+-------------------
+A worker that is not forked from this process starts from a fresh interpreter
+(``spawn``) or a fork of the server (``forkserver``), and is handed the data set
+by pickle; DataLoader starts its workers afresh at every epoch. The server's own
+start, a fresh Python importing torch, is most of a first batch's wait
+(seconds under torchrun on a 2-core machine, against tenths of a second forked:
+benchmarks/worker-start/README.md). So, for a start method that does not fork this
+process, the loader keeps its workers across epochs unless told otherwise
+(:func:`keeps_workers`: later epochs pay no start, and whatever the data set
+imports when unpickled is imported once), and starts the fork server when the
+loader is built (:func:`start_forkserver`), so that its imports overlap the
+script's own set-up (the model, the optimizer, DDP) instead of the first
+``next(iter(loader))``.
 """
 
 from __future__ import annotations
@@ -39,7 +55,14 @@ import multiprocessing
 import multiprocessing.context
 import sys
 
-__all__ = ["as_context", "fork_can_deadlock", "start_method_name", "worker_start_method"]
+__all__ = [
+    "as_context",
+    "fork_can_deadlock",
+    "keeps_workers",
+    "start_forkserver",
+    "start_method_name",
+    "worker_start_method",
+]
 
 #: the first 3.11 release whose forked child re-initialises the lock before using it
 FIXED_311 = (3, 11, 10)
@@ -84,6 +107,7 @@ WORKER_MODULES = (
     "hotset.torch.reads",
     "hotset.torch.samples",
     "hotset.torch.sequencer",
+    "hotset.torch.workerseed",
 )
 
 
@@ -130,3 +154,44 @@ def worker_start_method(
         "multiprocessing_context='fork' to fork anyway, or upgrade Python."
     )
     return method, why
+
+
+#: start methods whose workers do not fork this process: each start pays an
+#: interpreter's imports (spawn) or a server's fork plus the data set's pickle
+_UNFORKED = ("forkserver", "spawn")
+
+
+def keeps_workers(
+    requested: bool | None,
+    method: str | multiprocessing.context.BaseContext | None,
+    *,
+    num_workers: int,
+) -> bool:
+    """DataLoader's ``persistent_workers``: as given, else on where workers are not forked.
+
+    Forked workers start in a few milliseconds and inherit the main process as
+    it is at each epoch, so they keep being started afresh (the behaviour
+    DataLoader users know); workers from a fork server or spawn are kept, as the
+    module says. ``requested`` False is always kept.
+    """
+    if requested is not None:
+        return requested
+    return num_workers > 0 and start_method_name(method) in _UNFORKED
+
+
+def start_forkserver(method: str | multiprocessing.context.BaseContext | None) -> bool:
+    """Start the fork server now when ``method`` uses one; True when it does.
+
+    The server is preloaded with :data:`WORKER_MODULES` (besides what the user
+    asked it to preload) and started without waiting for its imports: it is
+    launched by fork-and-exec, which runs no Python in the child and so is safe
+    beside torch.distributed's threads, and a worker asked for later waits for
+    the server to be ready. A server already running is left as it is.
+    """
+    if start_method_name(method) != "forkserver":
+        return False
+    from multiprocessing import forkserver
+
+    preload_forkserver(WORKER_MODULES)
+    forkserver.ensure_running()
+    return True

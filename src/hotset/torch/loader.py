@@ -37,7 +37,14 @@ How it is built, and why:
   (``readahead_reads``; ``readahead_wasted`` for those nothing used).
 * **No torch internals are touched**: a stock DataLoader with a custom sampler,
   dataset and collate function; pin_memory, persistent_workers, timeouts and
-  multiprocessing contexts are the DataLoader's own.
+  multiprocessing contexts are the DataLoader's own. Workers started from a fork
+  server or spawn are kept across epochs unless ``persistent_workers=False``
+  (:func:`hotset.torch.forksafe.keeps_workers`): everything an epoch tells them
+  travels in its plans and in memory shared since their start (the write
+  sequencer, the cache), so kept workers execute exactly what fresh ones would;
+  they are reseeded each epoch as DataLoader seeds fresh ones, with the one torch
+  function this package borrows, DataLoader's numpy seed mix
+  (:mod:`hotset.torch.workerseed`).
 
 Epoch life cycle (docs/usage.md, "Epochs"): an epoch begins when the first
 batch is asked of an iterator (its first ``next``), not at ``iter(loader)``: an
@@ -93,6 +100,7 @@ from hotset.torch.picklehint import start_workers
 from hotset.torch.ranks import active_world, merge_epoch
 from hotset.torch.report import EpochStats
 from hotset.torch.state import check_epoch
+from hotset.torch.workerseed import draw_base_seed
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -163,6 +171,10 @@ class HotsetLoader(Checkpoints):
         self._worker_init = parts.worker_init
         self._dataloader: DataLoader[Any] | None = parts.dataloader
         self._cycle = parts.cycle
+        self._new_dataloader = parts.new_dataloader
+        self._sampler = parts.sampler
+        #: iter() calls on ``_dataloader``: after the first, kept workers are reseeded
+        self._dataloader_iters = 0
 
     def _init_epochs(self, n: int) -> None:
         """No epoch begun yet: the bookkeeping an epoch fills and a checkpoint saves."""
@@ -681,7 +693,7 @@ class HotsetLoader(Checkpoints):
         stats.baseline(self._readahead.counts, self._prefetcher.counts)
         self._worker_init.from_main_thread = threading.current_thread() is threading.main_thread()
         self._packages.restart()  # plans are handed out afresh from here, in order
-        it = start_workers(dataloader, self.data, self.options)  # names an unpicklable argument
+        it = self._iter_workers(dataloader)
         # Only now: workers are forked by iter(), and no read-ahead thread may run then.
         planner = self._planner
         self._readahead.start(
@@ -690,6 +702,35 @@ class HotsetLoader(Checkpoints):
             skip=self.system.policy.resident(),
         )
         return it
+
+    def _iter_workers(self, dataloader: DataLoader[Any]) -> Iterator[Any]:
+        """``iter(dataloader)``: its workers started, or kept ones told a new epoch begins.
+
+        A kept worker that died while idle between epochs (the out-of-memory killer)
+        fails that iter() before any plan of the epoch is made, so fresh workers
+        start the epoch instead, as they would have without keeping.
+        """
+        self._seed_kept_workers(dataloader)
+        try:
+            it = start_workers(dataloader, self.data, self.options)  # names an unpicklable one
+        except RuntimeError as exc:
+            if not (_WORKER_DIED.search(str(exc)) and dataloader.persistent_workers):
+                raise
+            self._renew_kept_workers()
+            assert self._dataloader is not None
+            self._seed_kept_workers(self._dataloader)
+            it = start_workers(self._dataloader, self.data, self.options)
+        self._dataloader_iters += 1
+        return it
+
+    def _seed_kept_workers(self, dataloader: DataLoader[Any]) -> None:
+        """Workers the loader keeps by its own choice get this iteration's base seed in
+        its plans, drawn as a DataLoader that started them afresh would draw it
+        (:mod:`hotset.torch.workerseed`); the first iter() starts and seeds them itself."""
+        kept = self._dataloader_iters > 0 and self._fetcher.reseed is not None
+        self._sampler.worker_seed = (
+            (self._dataloader_iters, draw_base_seed(dataloader.generator)) if kept else None
+        )
 
     def _progress_bar(self) -> Any:
         """A tqdm bar over the epoch's batches (``progress=True``), else None."""
@@ -713,12 +754,14 @@ class HotsetLoader(Checkpoints):
             batch = next(it)
         except StopIteration:
             return None
-        except RuntimeError as exc:
-            if not _WORKER_DIED.search(str(exc)):
+        except BaseException as exc:
+            if not isinstance(exc, RuntimeError) or not _WORKER_DIED.search(str(exc)):
+                self._renew_kept_workers()
                 raise
             # The worker may have died holding the cache-write turn: abandon
             # now, so the others stop at once rather than at their timeout.
             self._abandon_unwritten(clear=False)
+            self._renew_kept_workers()
             raise HotsetError(
                 f"{exc}: a DataLoader worker died (killed, or by the out-of-memory "
                 "killer); the epoch's unwritten batches were abandoned and the "
@@ -729,6 +772,15 @@ class HotsetLoader(Checkpoints):
             # user sees the error itself, not torch's wrapper around its traceback
             raise batch
         return batch
+
+    def _renew_kept_workers(self) -> None:
+        """After an error from the DataLoader, workers it keeps across epochs are not
+        trusted with the next one (one may be dead, or stuck past ``timeout``): a fresh
+        DataLoader starts its own, as one that does not keep them always does. The old
+        one's workers shut down with its iterator."""
+        if self._dataloader is not None and self._dataloader.persistent_workers:
+            self._dataloader = self._new_dataloader()
+            self._dataloader_iters = 0
 
     def _account(
         self, stats: EpochStats, info: dict[str, Any], served: np.ndarray, stall: float

@@ -182,8 +182,16 @@ class LoaderOptions:
         default=0, metadata=_doc("seeds the system's orders (the same seed, the same decisions).")
     )
     pin_memory: bool = field(default=False, metadata=_doc("the DataLoader's own."))
-    persistent_workers: bool = field(
-        default=False, metadata=_doc("the DataLoader's own (needs ``num_workers > 0``).")
+    persistent_workers: bool | None = field(
+        default=None,
+        metadata=_doc(
+            """
+            keep the workers alive across epochs, the DataLoader's own (needs ``num_workers > 0``).
+            Left out: on where workers start from a fork server or spawn (each start pays a fresh
+            interpreter's imports and the data set's pickle: :mod:`hotset.torch.forksafe`), off
+            where they are forked; ``False`` starts them afresh every epoch.
+            """
+        ),
     )
     prefetch_factor: int | None = field(
         default=None,
@@ -365,8 +373,12 @@ class LoaderOptions:
         self._set("num_workers", _check_int("num_workers", self.num_workers, 0))
         self._set("io_threads", _check_int("io_threads", self.io_threads, 1))
         self._set("seed", _check_int("seed", self.seed, 0))
-        for name in ("pin_memory", "persistent_workers", "drop_last", "verify", "progress"):
+        for name in ("pin_memory", "drop_last", "verify", "progress"):
             self._set(name, _check_bool(name, getattr(self, name)))
+        if self.persistent_workers is not None:  # None: the loader decides (see the field)
+            self._set(
+                "persistent_workers", _check_bool("persistent_workers", self.persistent_workers)
+            )
         self._set("timeout", _check_timeout(self.timeout))
         check_share_key(self.namespace)
         self._set("cache_scope", check_cache_scope(self.cache_scope))

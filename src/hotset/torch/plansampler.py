@@ -48,14 +48,20 @@ class PlanSampler(Sampler[Any]):
         self._prefetcher = prefetcher
         self._packages = packages
         self._cycle = cycle
+        #: set by the loader before each iter(): the (iteration, base seed) kept workers
+        #: reseed from (hotset.torch.workerseed); None where DataLoader seeds them itself
+        self.worker_seed: tuple[int, int] | None = None
 
     def __iter__(self) -> Iterator[Any]:
         ra = self._readahead
         pf = self._prefetcher
         cycle = self._cycle
+        seed = self.worker_seed
         for plan in self._planner.plans():
             if cycle is not None:  # where this job loads now, for jobs starting later
                 cycle.publish()
+            if seed is not None:
+                plan = dataclasses.replace(plan, worker_seed=seed)
             plan = self._packages.write(plan)  # a package with no file: its members alone
             if len(plan.prefetch):
                 pf.submit(plan.prefetch.tolist())
