@@ -17,6 +17,14 @@
   runs a forward pass over them before the epoch's draw (their bytes are in the
   buffer: no storage read). ``impact_history`` (:class:`ImpactHistoryCache`)
   has the same caches and skips the re-evaluation: S keeps its historical losses.
+* **Data-parallel ranks** (§III-E: "each node statically caches non-overlapping
+  samples with high variability"): S is the same on every rank (the tracker
+  follows the shared table), and rank ``r`` of ``W`` buffers and re-evaluates
+  only its **part**, the ids of S with ``id % W == r`` (:meth:`bind_rank`). Its
+  static buffer is sized to that part (the rest of ``s_share`` goes back to H and
+  L); an S sample of another rank's part is an ordinary sample here (H or L). The
+  re-scored losses reach every rank's table through the driver
+  (:func:`hotset.torch.ranks.gather_evaluated`). One rank: the part is all of S.
 """
 
 from __future__ import annotations
@@ -90,6 +98,41 @@ class ImpactCache(PackedICache):
         self._s: set[int] = set()  # S samples held by the static buffer
         self.used_s = 0
         self.cap_h = self.total  # warm-up: one static cache over the whole budget
+        self.rank, self.world_size = 0, 1
+        self._part: frozenset[int] | None = None  # this rank's part of S (cached)
+
+    def bind_rank(self, rank: int, world_size: int) -> None:
+        """Buffer and re-evaluate the part of S with ``id % world_size == rank`` (module docstring)."""
+        for name, value in (("rank", rank), ("world_size", world_size)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise HotsetError(f"impact: {name} must be an int, got {value!r}")
+        if not 0 <= rank < world_size:
+            raise HotsetError(
+                f"impact: rank {rank} of world_size {world_size}: need 0 <= rank < world_size"
+            )
+        if (rank, world_size) != (self.rank, self.world_size):
+            self.rank, self.world_size = rank, world_size
+            self._part = None
+
+    @property
+    def part(self) -> frozenset[int]:
+        """This rank's part of S (empty during the warm-up)."""
+        if self._part is None:
+            if self._s_ids is None:
+                return frozenset()
+            w, r = self.world_size, self.rank
+            self._part = frozenset(s for s in self._s_ids if s % w == r)
+        return self._part
+
+    def _buffer_room(self) -> int:
+        """The static buffer: ``s_share`` of the cache, or this rank's part of S where smaller.
+
+        One rank buffers all of S in all of ``s_cap`` (the paper's single node); with
+        several, a rank holds only its part, so the rest of ``s_cap`` goes to H and L.
+        """
+        if len(self.part) == len(self._s_ids or ()):
+            return self.s_cap
+        return min(self.s_cap, sum(self._w(s) for s in self.part))
 
     @property
     def warm(self) -> bool:
@@ -102,7 +145,8 @@ class ImpactCache(PackedICache):
         if ending:  # S is known: split the budget (before the H/L lists are drawn)
             assert self.tracker.s_ids is not None
             self._s_ids = frozenset(self.tracker.s_ids.tolist())
-            self.total = self.full_total - self.s_cap
+            self._part = None
+            self.total = self.full_total - self._buffer_room()
             self.cap_h = math.floor(self.total * self.h_start)
         super().begin_epoch(epoch, planned)  # swaps the shadow heap in
         if ending:
@@ -116,12 +160,12 @@ class ImpactCache(PackedICache):
             super()._resize(planned)
 
     def _move_to_buffer(self) -> None:
-        """Residents of the warm-up cache that belong to S move to the static buffer.
+        """Residents of the warm-up cache in this rank's part of S move to the static buffer.
 
-        No bytes move (same cache id); S was sized to the buffer, so they fit.
+        No bytes move (same cache id); the buffer was sized to hold the part, so they fit.
         """
-        assert self._s_ids is not None
-        for sid in [s for s in self._h if s in self._s_ids]:
+        part = self.part
+        for sid in [s for s in self._h if s in part]:
             del self._h[sid]  # its heap entry goes stale (skipped when popped)
             self._held.discard(sid)
             self.used_h -= self._w(sid)
@@ -138,11 +182,12 @@ class ImpactCache(PackedICache):
         return Background(packs=bg.packs, loads=(*bg.loads, Load(-1, fill)), evicted=bg.evicted)
 
     def _fill_buffer(self) -> tuple[int, ...]:
-        """Admit up to :data:`S_LOAD_PER_BATCH` unbuffered samples of S that fit, by id."""
-        if self._s_ids is None or len(self._s) >= len(self._s_ids):
+        """Admit up to :data:`S_LOAD_PER_BATCH` unbuffered samples of this rank's part, by id."""
+        part = self.part
+        if self._s_ids is None or len(self._s) >= len(part):
             return ()
         out: list[int] = []
-        for sid in sorted(self._s_ids - self._s):
+        for sid in sorted(part - self._s):
             if not self._buffer_fits(sid):
                 continue
             self._buffer(sid)
@@ -153,7 +198,8 @@ class ImpactCache(PackedICache):
 
     def _buffer_fits(self, sid: int) -> bool:
         size = self.budget.size_of(sid)
-        return self.used_s + self._w(sid) <= self.s_cap and self.budget.fits(
+        room = self.full_total - self.total  # the buffer, sized when S became known
+        return self.used_s + self._w(sid) <= room and self.budget.fits(
             self.used_bytes + size, self.used_items + 1
         )
 
@@ -164,14 +210,15 @@ class ImpactCache(PackedICache):
         self.used_items += 1
 
     def to_evaluate(self) -> IntArray:
-        """The buffered S samples, whose losses a forward pass refreshes before the draw."""
+        """The buffered samples of this rank's part of S, whose losses a forward pass
+        refreshes before the draw (every rank's reach every table: the driver shares them)."""
         return np.asarray(sorted(self._s), dtype=np.int64)
 
     def _is_l(self, sid: int) -> bool:
-        return super()._is_l(sid) and (self._s_ids is None or sid not in self._s_ids)
+        return super()._is_l(sid) and sid not in self.part
 
     def access(self, sid: int) -> Decision:
-        if self._s_ids is not None and sid in self._s_ids:
+        if sid in self.part:
             sid = check_sid(sid)
             self._trained.add(sid)
             if sid in self._s:
@@ -228,6 +275,7 @@ class ImpactCache(PackedICache):
         self.tracker.load_state(dict(state["tracker"]))
         s_ids = state["s_ids"]
         self._s_ids = None if s_ids is None else frozenset(int(s) for s in s_ids)
+        self._part = None
         self._s = {int(s) for s in state["s"]}
         self.used_s = int(state["used_s"])
         self.total = int(state["total"])
@@ -251,6 +299,7 @@ class ImpactRealtimeCache(ImpactCache):
     of a forward pass over the whole data set each epoch and a storage read of
     every sample the cache does not hold. It bounds what any evaluator can gain
     from better estimates; the caches are ImPACT's, so only the evaluator differs.
+    Data-parallel ranks split the data set as they split S: ids ``rank::world_size``.
     """
 
     name: ClassVar[str] = "impact_realtime"
@@ -258,4 +307,4 @@ class ImpactRealtimeCache(ImpactCache):
     def to_evaluate(self) -> IntArray:
         if self.warm:
             return np.zeros(0, dtype=np.int64)
-        return np.arange(self.tracker.n, dtype=np.int64)
+        return np.arange(self.rank, self.tracker.n, self.world_size, dtype=np.int64)

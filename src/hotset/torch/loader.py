@@ -87,7 +87,7 @@ from hotset.torch.options import (
     LoaderOptions,
     describe_options,
 )
-from hotset.torch.ranks import active_world, merge_epoch
+from hotset.torch.ranks import active_world, gather_evaluated, merge_epoch
 from hotset.torch.report import EpochStats
 from hotset.torch.state import check_epoch
 
@@ -461,7 +461,14 @@ class HotsetLoader(Checkpoints):
         self._planner.evaluated = 0
         if self.system.capabilities.evaluates:
             if self._evaluator is not None:
-                self._planner.evaluate(epoch, self._evaluate)
+                shared = active_world(self.world_size)
+                self._planner.evaluate(
+                    epoch,
+                    self._evaluate,
+                    rank=self.rank,
+                    world_size=self.world_size,
+                    share=gather_evaluated if shared else None,
+                )
             elif len(self.system.policy.to_evaluate()) and not self._warned_evaluate:
                 self._warned_evaluate = True
                 warnings.warn(
