@@ -20,7 +20,9 @@
 * **Data-parallel ranks** (§III-E: "each node statically caches non-overlapping
   samples with high variability"): S is the same on every rank (the tracker
   follows the shared table), and rank ``r`` of ``W`` buffers and re-evaluates
-  only its **part**, the ids of S with ``id % W == r`` (:meth:`bind_rank`). Its
+  only its **part**, every ``W``-th id of S in id order from the ``r``-th
+  (``sorted(S)[r::W]``, :meth:`bind_rank`): parts of equal size (within one id)
+  whatever structure the ids have, computed alike on every rank. Its
   static buffer is sized to that part (the rest of ``s_share`` goes back to H and
   L); an S sample of another rank's part is an ordinary sample here (H or L). The
   re-scored losses reach every rank's table through the driver
@@ -102,7 +104,7 @@ class ImpactCache(PackedICache):
         self._part: frozenset[int] | None = None  # this rank's part of S (cached)
 
     def bind_rank(self, rank: int, world_size: int) -> None:
-        """Buffer and re-evaluate the part of S with ``id % world_size == rank`` (module docstring)."""
+        """Buffer and re-evaluate ``sorted(S)[rank::world_size]`` (module docstring)."""
         for name, value in (("rank", rank), ("world_size", world_size)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise HotsetError(f"impact: {name} must be an int, got {value!r}")
@@ -120,8 +122,8 @@ class ImpactCache(PackedICache):
         if self._part is None:
             if self._s_ids is None:
                 return frozenset()
-            w, r = self.world_size, self.rank
-            self._part = frozenset(s for s in self._s_ids if s % w == r)
+            ids = sorted(self._s_ids)
+            self._part = frozenset(ids[self.rank :: self.world_size])
         return self._part
 
     def _buffer_room(self) -> int:
