@@ -111,9 +111,10 @@ def test_ranks_re_evaluate_disjoint_parts_whose_union_is_s(world: int) -> None:
         for other in row["losses"][1:]:
             np.testing.assert_array_equal(other, row["losses"][0])
     assert filled >= 2
-    # each rank's buffer holds its part only; one rank's holds s_share of the cache
+    # each rank's buffer holds its part (and what its warm-up cache held of S), less than
+    # the s_share of the cache one rank's holds
     for rank, room in enumerate(rows[-1]["rooms"]):
-        assert room == SIZE * len(s[rank::world]) < single[-1]["rooms"][0]
+        assert SIZE * len(s[rank::world]) <= room < single[-1]["rooms"][0]
 
 
 def test_the_partition_is_deterministic() -> None:

@@ -22,10 +22,13 @@
   follows the shared table), and rank ``r`` of ``W`` buffers and re-evaluates
   only its **part**, every ``W``-th id of S in id order from the ``r``-th
   (``sorted(S)[r::W]``, :meth:`bind_rank`): parts of equal size (within one id)
-  whatever structure the ids have, computed alike on every rank. Its
-  static buffer is sized to that part (the rest of ``s_share`` goes back to H and
-  L); an S sample of another rank's part is an ordinary sample here (H or L). The
-  re-scored losses reach every rank's table through the driver
+  whatever structure the ids have, computed alike on every rank. Its static
+  buffer is sized to that part, plus the samples of S its warm-up cache already
+  held, which move there as before (the rest of ``s_share`` goes back to H and L).
+  S stays out of H and L on every rank: a sample of another rank's part is read
+  (or found in a cache the ranks share, where its owner put it) and never
+  admitted, so no rank evicts, and deletes from a shared cache, what another
+  buffers. The re-scored losses reach every rank's table through the driver
   (:func:`hotset.torch.ranks.gather_evaluated`). One rank: the part is all of S.
 """
 
@@ -127,14 +130,17 @@ class ImpactCache(PackedICache):
         return self._part
 
     def _buffer_room(self) -> int:
-        """The static buffer: ``s_share`` of the cache, or this rank's part of S where smaller.
+        """The static buffer: ``s_share`` of the cache, or, where smaller, this rank's part
+        of S and the samples of S its warm-up cache holds (they move to the buffer).
 
         One rank buffers all of S in all of ``s_cap`` (the paper's single node); with
         several, a rank holds only its part, so the rest of ``s_cap`` goes to H and L.
         """
-        if len(self.part) == len(self._s_ids or ()):
+        assert self._s_ids is not None
+        if len(self.part) == len(self._s_ids):
             return self.s_cap
-        return min(self.s_cap, sum(self._w(s) for s in self.part))
+        held = self.part | {s for s in self._h if s in self._s_ids}
+        return min(self.s_cap, sum(self._w(s) for s in held))
 
     @property
     def warm(self) -> bool:
@@ -162,12 +168,14 @@ class ImpactCache(PackedICache):
             super()._resize(planned)
 
     def _move_to_buffer(self) -> None:
-        """Residents of the warm-up cache in this rank's part of S move to the static buffer.
+        """Residents of the warm-up cache that belong to S move to the static buffer.
 
-        No bytes move (same cache id); the buffer was sized to hold the part, so they fit.
+        Those of another rank's part too: they stay, never evicted, so that no rank
+        deletes what another buffers from a cache they share. No bytes move (same
+        cache id); the buffer was sized to hold them and the part, so they fit.
         """
-        part = self.part
-        for sid in [s for s in self._h if s in part]:
+        assert self._s_ids is not None
+        for sid in [s for s in self._h if s in self._s_ids]:
             del self._h[sid]  # its heap entry goes stale (skipped when popped)
             self._held.discard(sid)
             self.used_h -= self._w(sid)
@@ -214,18 +222,18 @@ class ImpactCache(PackedICache):
     def to_evaluate(self) -> IntArray:
         """The buffered samples of this rank's part of S, whose losses a forward pass
         refreshes before the draw (every rank's reach every table: the driver shares them)."""
-        return np.asarray(sorted(self._s), dtype=np.int64)
+        return np.asarray(sorted(self._s & self.part), dtype=np.int64)
 
     def _is_l(self, sid: int) -> bool:
-        return super()._is_l(sid) and sid not in self.part
+        return super()._is_l(sid) and (self._s_ids is None or sid not in self._s_ids)
 
     def access(self, sid: int) -> Decision:
-        if sid in self.part:
+        if self._s_ids is not None and sid in self._s_ids:
             sid = check_sid(sid)
             self._trained.add(sid)
             if sid in self._s:
                 return Decision(sid, Outcome.HIT, sid)
-            if self._buffer_fits(sid):
+            if sid in self.part and self._buffer_fits(sid):
                 self._buffer(sid)
                 return Decision(sid, Outcome.MISS, sid, admitted=True)
             return Decision(sid, Outcome.MISS, sid)
