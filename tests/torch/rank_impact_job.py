@@ -63,11 +63,13 @@ def main() -> None:
             known = policy.tracker.s_ids  # type: ignore[attr-defined]
             s_ids.append([] if known is None else [int(s) for s in known])
         losses = loader.system.table.snapshot().losses
+        evaluate_reads = loader.evaluate_reads
     result = {
         "rank": rank,
         "evaluated": evaluated,
         "served": served,
         "requested": requested,
+        "evaluate_reads": evaluate_reads,
         "s_ids": s_ids,
         "losses": [None if np.isnan(v) else round(float(v), 12) for v in losses],
     }

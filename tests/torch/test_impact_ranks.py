@@ -53,6 +53,9 @@ def test_two_ranks_re_evaluate_disjoint_parts_of_s_and_share_the_losses(
         assert a <= set(sorted(s)[0::2]) and b <= set(sorted(s)[1::2])  # sorted(S)[rank::world]
         full += a | b == s
     assert full >= 2, "once the buffers are filled, the parts together are all of S"
+    # each part came from its rank's static buffer in the node's shared cache: no rank
+    # evicted what another buffers
+    assert first["evaluate_reads"] == second["evaluate_reads"] == 0
     # every rank's table holds every part's re-scored losses, and the tables agree
     assert first["losses"] == second["losses"]
     last = sorted(set(first["evaluated"][EPOCHS]) | set(second["evaluated"][EPOCHS]))
