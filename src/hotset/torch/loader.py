@@ -345,7 +345,9 @@ class HotsetLoader(Checkpoints):
         one loss per sample (e.g. ``criterion(model(x), y)`` with ``reduction="none"``
         under ``torch.no_grad()``). Their bytes come from the cache; a sample the
         cache does not hold is read from storage and counted (``evaluate_reads``).
-        ``None`` stops it.
+        ``None`` stops it. Under torch.distributed each rank evaluates its own part
+        (ImPACT's S is split between the ranks) and the losses are gathered to every
+        rank with a collective before the draw: give it on every rank or on none.
         """
         if fn is not None and not callable(fn):
             raise HotsetError(f"evaluate_with: fn must be callable or None, got {fn!r}")
