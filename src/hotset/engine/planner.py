@@ -42,7 +42,7 @@ waits for that write before reading.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -129,7 +129,7 @@ class Planner:
         their historical losses.
         """
         if evaluate is not None:
-            self.evaluate(epoch, evaluate)
+            self.evaluate(epoch, evaluate, rank=rank, world_size=world_size)
         order = np.asarray(
             self.system.begin_epoch(epoch, rank=rank, world_size=world_size, announce=announce),
             dtype=np.int64,
@@ -145,22 +145,43 @@ class Planner:
         self.log = EpochLog()
         self.staging.reset()  # a prefetch lives within its epoch (policies drop theirs too)
 
-    def evaluate(self, epoch: int, evaluate: Callable[[IntArray], FloatArray]) -> int:
+    def evaluate(
+        self,
+        epoch: int,
+        evaluate: Callable[[IntArray], FloatArray],
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        share: Callable[[IntArray, FloatArray], Sequence[tuple[IntArray, FloatArray]]]
+        | None = None,
+    ) -> int:
         """Re-evaluate what the policy names before ``epoch``'s draw; how many ids.
 
         Separate from :meth:`begin` so that a driver can checkpoint between the two:
         the losses are then part of the state, and a resumed epoch draws the same order.
+        The policy is told its rank first: under data parallelism it names only this
+        rank's part (ImPACT's partitioned S). ``share(ids, losses)`` (data-parallel
+        ranks, :func:`hotset.torch.ranks.gather_evaluated`) returns every rank's
+        (ids, losses), rank 0's first, and all of them are fed back in that order, so
+        that every rank's table holds every re-scored loss; it is called on every rank,
+        with nothing to give too (it is a collective).
         """
         self.evaluated = 0
         if not self.system.capabilities.evaluates:
             return 0
-        ids = np.asarray(self.system.policy.to_evaluate(), dtype=np.int64)
+        policy = self.system.policy
+        policy.bind_rank(rank, world_size)
+        ids = np.asarray(policy.to_evaluate(), dtype=np.int64)
+        losses = np.zeros(0, dtype=np.float64)
         if len(ids):
             losses = np.asarray(evaluate(ids), dtype=np.float64)
             if losses.shape != ids.shape:
                 raise HotsetError(f"evaluate: {len(ids)} ids got losses of shape {losses.shape}")
-            self.system.feedback(ids, losses, epoch=epoch)
-            self.evaluated = len(ids)
+        parts = [(ids, losses)] if share is None else share(ids, losses)
+        for part_ids, part_losses in parts:
+            if len(part_ids):
+                self.system.feedback(part_ids, part_losses, epoch=epoch)
+        self.evaluated = len(ids)
         return self.evaluated
 
     def finish(

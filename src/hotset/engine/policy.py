@@ -80,6 +80,14 @@ class Policy(ABC):
         """
         self.begin_epoch(epoch, orders[rank])
 
+    def bind_rank(self, rank: int, world_size: int) -> None:
+        """This policy plans rank ``rank`` of ``world_size`` data-parallel ranks.
+
+        Called by :meth:`hotset.systems.base.System.begin_epoch` and before a
+        re-evaluation (:meth:`hotset.engine.planner.Planner.evaluate`); a policy
+        that splits work between the ranks (ImPACT's set S) keeps it, others ignore it.
+        """
+
     def attach_layout(self, layout: UnitLayout | None) -> None:
         """The dataset's chunk layout (read units); policies that read units keep it."""
         self.layout = layout

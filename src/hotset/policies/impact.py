@@ -17,6 +17,19 @@
   runs a forward pass over them before the epoch's draw (their bytes are in the
   buffer: no storage read). ``impact_history`` (:class:`ImpactHistoryCache`)
   has the same caches and skips the re-evaluation: S keeps its historical losses.
+* **Data-parallel ranks** (§III-E: "each node statically caches non-overlapping
+  samples with high variability"): S is the same on every rank (the tracker
+  follows the shared table), and rank ``r`` of ``W`` buffers and re-evaluates
+  only its **part**, every ``W``-th id of S in id order from the ``r``-th
+  (``sorted(S)[r::W]``, :meth:`bind_rank`): parts of equal size (within one id)
+  whatever structure the ids have, computed alike on every rank. Its static
+  buffer is sized to that part, plus the samples of S its warm-up cache already
+  held, which move there as before (the rest of ``s_share`` goes back to H and L).
+  S stays out of H and L on every rank: a sample of another rank's part is read
+  (or found in a cache the ranks share, where its owner put it) and never
+  admitted, so no rank evicts, and deletes from a shared cache, what another
+  buffers. The re-scored losses reach every rank's table through the driver
+  (:func:`hotset.torch.ranks.gather_evaluated`). One rank: the part is all of S.
 """
 
 from __future__ import annotations
@@ -90,6 +103,44 @@ class ImpactCache(PackedICache):
         self._s: set[int] = set()  # S samples held by the static buffer
         self.used_s = 0
         self.cap_h = self.total  # warm-up: one static cache over the whole budget
+        self.rank, self.world_size = 0, 1
+        self._part: frozenset[int] | None = None  # this rank's part of S (cached)
+
+    def bind_rank(self, rank: int, world_size: int) -> None:
+        """Buffer and re-evaluate ``sorted(S)[rank::world_size]`` (module docstring)."""
+        for name, value in (("rank", rank), ("world_size", world_size)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise HotsetError(f"impact: {name} must be an int, got {value!r}")
+        if not 0 <= rank < world_size:
+            raise HotsetError(
+                f"impact: rank {rank} of world_size {world_size}: need 0 <= rank < world_size"
+            )
+        if (rank, world_size) != (self.rank, self.world_size):
+            self.rank, self.world_size = rank, world_size
+            self._part = None
+
+    @property
+    def part(self) -> frozenset[int]:
+        """This rank's part of S (empty during the warm-up)."""
+        if self._part is None:
+            if self._s_ids is None:
+                return frozenset()
+            ids = sorted(self._s_ids)
+            self._part = frozenset(ids[self.rank :: self.world_size])
+        return self._part
+
+    def _buffer_room(self) -> int:
+        """The static buffer: ``s_share`` of the cache, or, where smaller, this rank's part
+        of S and the samples of S its warm-up cache holds (they move to the buffer).
+
+        One rank buffers all of S in all of ``s_cap`` (the paper's single node); with
+        several, a rank holds only its part, so the rest of ``s_cap`` goes to H and L.
+        """
+        assert self._s_ids is not None
+        if len(self.part) == len(self._s_ids):
+            return self.s_cap
+        held = self.part | {s for s in self._h if s in self._s_ids}
+        return min(self.s_cap, sum(self._w(s) for s in held))
 
     @property
     def warm(self) -> bool:
@@ -102,7 +153,8 @@ class ImpactCache(PackedICache):
         if ending:  # S is known: split the budget (before the H/L lists are drawn)
             assert self.tracker.s_ids is not None
             self._s_ids = frozenset(self.tracker.s_ids.tolist())
-            self.total = self.full_total - self.s_cap
+            self._part = None
+            self.total = self.full_total - self._buffer_room()
             self.cap_h = math.floor(self.total * self.h_start)
         super().begin_epoch(epoch, planned)  # swaps the shadow heap in
         if ending:
@@ -118,7 +170,9 @@ class ImpactCache(PackedICache):
     def _move_to_buffer(self) -> None:
         """Residents of the warm-up cache that belong to S move to the static buffer.
 
-        No bytes move (same cache id); S was sized to the buffer, so they fit.
+        Those of another rank's part too: they stay, never evicted, so that no rank
+        deletes what another buffers from a cache they share. No bytes move (same
+        cache id); the buffer was sized to hold them and the part, so they fit.
         """
         assert self._s_ids is not None
         for sid in [s for s in self._h if s in self._s_ids]:
@@ -138,11 +192,12 @@ class ImpactCache(PackedICache):
         return Background(packs=bg.packs, loads=(*bg.loads, Load(-1, fill)), evicted=bg.evicted)
 
     def _fill_buffer(self) -> tuple[int, ...]:
-        """Admit up to :data:`S_LOAD_PER_BATCH` unbuffered samples of S that fit, by id."""
-        if self._s_ids is None or len(self._s) >= len(self._s_ids):
+        """Admit up to :data:`S_LOAD_PER_BATCH` unbuffered samples of this rank's part, by id."""
+        part = self.part
+        if self._s_ids is None or len(self._s) >= len(part):
             return ()
         out: list[int] = []
-        for sid in sorted(self._s_ids - self._s):
+        for sid in sorted(part - self._s):
             if not self._buffer_fits(sid):
                 continue
             self._buffer(sid)
@@ -153,7 +208,8 @@ class ImpactCache(PackedICache):
 
     def _buffer_fits(self, sid: int) -> bool:
         size = self.budget.size_of(sid)
-        return self.used_s + self._w(sid) <= self.s_cap and self.budget.fits(
+        room = self.full_total - self.total  # the buffer, sized when S became known
+        return self.used_s + self._w(sid) <= room and self.budget.fits(
             self.used_bytes + size, self.used_items + 1
         )
 
@@ -164,8 +220,9 @@ class ImpactCache(PackedICache):
         self.used_items += 1
 
     def to_evaluate(self) -> IntArray:
-        """The buffered S samples, whose losses a forward pass refreshes before the draw."""
-        return np.asarray(sorted(self._s), dtype=np.int64)
+        """The buffered samples of this rank's part of S, whose losses a forward pass
+        refreshes before the draw (every rank's reach every table: the driver shares them)."""
+        return np.asarray(sorted(self._s & self.part), dtype=np.int64)
 
     def _is_l(self, sid: int) -> bool:
         return super()._is_l(sid) and (self._s_ids is None or sid not in self._s_ids)
@@ -176,7 +233,7 @@ class ImpactCache(PackedICache):
             self._trained.add(sid)
             if sid in self._s:
                 return Decision(sid, Outcome.HIT, sid)
-            if self._buffer_fits(sid):
+            if sid in self.part and self._buffer_fits(sid):
                 self._buffer(sid)
                 return Decision(sid, Outcome.MISS, sid, admitted=True)
             return Decision(sid, Outcome.MISS, sid)
@@ -228,6 +285,7 @@ class ImpactCache(PackedICache):
         self.tracker.load_state(dict(state["tracker"]))
         s_ids = state["s_ids"]
         self._s_ids = None if s_ids is None else frozenset(int(s) for s in s_ids)
+        self._part = None
         self._s = {int(s) for s in state["s"]}
         self.used_s = int(state["used_s"])
         self.total = int(state["total"])
@@ -251,6 +309,7 @@ class ImpactRealtimeCache(ImpactCache):
     of a forward pass over the whole data set each epoch and a storage read of
     every sample the cache does not hold. It bounds what any evaluator can gain
     from better estimates; the caches are ImPACT's, so only the evaluator differs.
+    Data-parallel ranks split the data set as they split S: ids ``rank::world_size``.
     """
 
     name: ClassVar[str] = "impact_realtime"
@@ -258,4 +317,4 @@ class ImpactRealtimeCache(ImpactCache):
     def to_evaluate(self) -> IntArray:
         if self.warm:
             return np.zeros(0, dtype=np.int64)
-        return np.arange(self.tracker.n, dtype=np.int64)
+        return np.arange(self.rank, self.tracker.n, self.world_size, dtype=np.int64)

@@ -5,7 +5,12 @@
   (it observes the losses known at the start of each epoch).
 * **Selection.** From then on every epoch keeps each sample with probability
   ``percentile(loss in the last 1024 losses) ** beta`` -- the loss-based
-  sampling of iCACHE's IIS (:class:`IISSampler`) -- over the *hybrid* estimates:
+  sampling of iCACHE's IIS (:class:`IISSampler`, Selective-Backprop's rule, the
+  paper's reference [14]; ``sampler="percentile"``, the default) -- or, with
+  ``sampler="loss"``, with probability proportional to its loss
+  (:mod:`hotset.samplers.loss_keep`, the loss-proportional importance sampling
+  of the paper's references, in place of RHO-loss [22], which needs a holdout
+  model) -- over the *hybrid* estimates:
   the losses of S were re-evaluated by a forward pass just before the draw (the
   driver does it, see ``Planner.begin(evaluate=...)``), everyone else's are their
   latest training loss. There are no periodic full epochs: refreshing stale
@@ -22,9 +27,17 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
+import numpy.typing as npt
+
+from hotset.errors import HotsetError
 from hotset.importance.rank_variance import RankTracker
 from hotset.samplers.base import EpochContext, IntArray
 from hotset.samplers.iis import BETA, WINDOW, IISSampler
+from hotset.samplers.loss_keep import loss_keep_mask
+
+#: the selection rules ``sampler=`` names; the first is the default
+SAMPLERS = ("percentile", "loss")
 
 
 class ImpactSampler(IISSampler):
@@ -42,7 +55,13 @@ class ImpactSampler(IISSampler):
         window: int = WINDOW,
         drop_last: bool = False,
         coverage_epochs: int = 0,
+        sampler: str = SAMPLERS[0],
     ) -> None:
+        if sampler not in SAMPLERS:
+            raise HotsetError(
+                f"impact: sampler must be one of {', '.join(SAMPLERS)}, got {sampler!r}"
+            )
+        self.rule = sampler
         super().__init__(
             n,
             seed=seed,
@@ -57,6 +76,16 @@ class ImpactSampler(IISSampler):
 
     def is_full_epoch(self, epoch: int) -> bool:
         return not self.tracker.done
+
+    def keep_mask(self, perm: IntArray, values: npt.NDArray[np.float64], epoch: int) -> np.ndarray:
+        """The percentile rule (IIS's), or the loss-proportional one (``sampler="loss"``).
+
+        Both draw their coins from the same generator, so the rule is the only difference.
+        """
+        if self.rule == "percentile":
+            return super().keep_mask(perm, values, epoch)
+        coins = np.random.default_rng([self.seed, int(epoch), 11]).random(len(perm))
+        return loss_keep_mask(values[perm], coins, 1.0 / (1.0 + self.beta))
 
     def global_order(self, ctx: EpochContext) -> IntArray:
         values = self.importance(ctx)

@@ -72,6 +72,7 @@ class System:
             train_loss=tuple(self.train_loss),
         )
         order = self.sampler.order(ctx)
+        self.policy.bind_rank(rank, world_size)
         if announce and world_size > 1 and self.policy.capabilities.plans_world:
             # every rank's order, as every rank computes it (the samplers are seeded)
             orders = [

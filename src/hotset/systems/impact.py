@@ -28,7 +28,7 @@ from hotset.importance.table import ImportanceTable
 from hotset.policies.icache import H_SHARE, H_START
 from hotset.policies.impact import ImpactCache, ImpactHistoryCache, ImpactRealtimeCache
 from hotset.samplers.iis import BETA, DEFAULT_COVERAGE_EPOCHS, WINDOW
-from hotset.samplers.impact import ImpactSampler
+from hotset.samplers.impact import SAMPLERS, ImpactSampler
 from hotset.systems.base import System, SystemSpec, with_defaults
 from hotset.systems.icache import OPTION_DOCS as ICACHE_DOCS
 from hotset.systems.options import SystemOption, declare
@@ -47,6 +47,9 @@ DEFAULTS: dict[str, Any] = {
     #: beyond the paper, on by default: every sample asked for at least once every 10
     #: epochs (ImPACT has no full epochs after its warm-up); 0 is the paper's behaviour
     "coverage_epochs": DEFAULT_COVERAGE_EPOCHS,
+    #: the selection rule: iCACHE's percentile rule (Selective-Backprop, the paper's [14]),
+    #: or keep-probability proportional to the loss (docs/systems/impact.md says why)
+    "sampler": SAMPLERS[0],
 }
 
 
@@ -74,6 +77,7 @@ def _system(name: str, cache: type[ImpactCache]) -> Callable[..., System]:
             beta=opts["beta"],
             window=opts["window"],
             coverage_epochs=opts["coverage_epochs"],
+            sampler=opts["sampler"],
         )
         return System(
             name=name,
@@ -122,6 +126,11 @@ _DOCS: dict[str, tuple[str, str]] = {
     "coverage_epochs": (
         "int",
         "every sample not trained for this many epochs is selected (0: off, the paper's behaviour)",
+    ),
+    "sampler": (
+        "|".join(SAMPLERS),
+        "selection rule: percentile (iCACHE's, keep with percentile(loss) ** beta) or loss "
+        "(keep with probability proportional to the loss, 1 / (1 + beta) of the ids)",
     ),
 }
 OPTIONS: dict[str, tuple[SystemOption, ...]] = {

@@ -97,7 +97,7 @@ from hotset.torch.options import (
     describe_options,
 )
 from hotset.torch.picklehint import start_workers
-from hotset.torch.ranks import active_world, merge_epoch
+from hotset.torch.ranks import active_world, gather_evaluated, merge_epoch
 from hotset.torch.report import EpochStats
 from hotset.torch.state import check_epoch
 from hotset.torch.workerseed import draw_base_seed
@@ -384,7 +384,9 @@ class HotsetLoader(Checkpoints):
         one loss per sample (e.g. ``criterion(model(x), y)`` with ``reduction="none"``
         under ``torch.no_grad()``). Their bytes come from the cache; a sample the
         cache does not hold is read from storage and counted (``evaluate_reads``).
-        ``None`` stops it.
+        ``None`` stops it. Under torch.distributed each rank evaluates its own part
+        (ImPACT's S is split between the ranks) and the losses are gathered to every
+        rank with a collective before the draw: give it on every rank or on none.
         """
         if fn is not None and not callable(fn):
             raise HotsetError(f"evaluate_with: fn must be callable or None, got {fn!r}")
@@ -502,7 +504,14 @@ class HotsetLoader(Checkpoints):
         self._planner.evaluated = 0
         if self.system.capabilities.evaluates:
             if self._evaluator is not None:
-                self._planner.evaluate(epoch, self._evaluate)
+                shared = active_world(self.world_size)
+                self._planner.evaluate(
+                    epoch,
+                    self._evaluate,
+                    rank=self.rank,
+                    world_size=self.world_size,
+                    share=gather_evaluated if shared else None,
+                )
             elif len(self.system.policy.to_evaluate()) and not self._warned_evaluate:
                 self._warned_evaluate = True
                 warnings.warn(

@@ -18,6 +18,11 @@ cache, keeps what it observed locally.
 
 One collective per epoch, of ``n / W`` ids and losses per rank, at the moment
 every rank closes the epoch (``iter`` of the next one): the loop's own lockstep.
+
+Re-evaluated losses (ImPACT's set S, partitioned across the ranks) are shared
+before the draw by :func:`gather_evaluated`: each rank re-scores only its part
+of S, and every rank needs all of them before it draws the one global order.
+Plain tensor collectives (sizes, then padded ids and losses), nothing pickled.
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from hotset.engine.arrays import IntArray
 from hotset.engine.feedback import Feedback
 from hotset.importance.merge import RankFeedback, merge_rank_feedback
 from hotset.systems.base import System
 
-__all__ = ["active_world", "merge_epoch"]
+__all__ = ["active_world", "gather_evaluated", "merge_epoch"]
 
 
 def active_world(world_size: int) -> bool:
@@ -65,3 +72,41 @@ def merge_epoch(
     parts: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(parts, mine)
     return merge_rank_feedback(system, parts, start_table=start_table, epoch=epoch)
+
+
+def gather_evaluated(
+    ids: IntArray, losses: npt.NDArray[np.float64]
+) -> list[tuple[IntArray, npt.NDArray[np.float64]]]:
+    """Every rank's re-evaluated (ids, losses), rank 0's first (a collective: every rank calls).
+
+    Tensors on the device the backend wants (NCCL: this process's GPU), padded to
+    the longest part; two ``all_gather`` calls after one for the sizes.
+    """
+    import torch
+    import torch.distributed as dist
+
+    world = dist.get_world_size()
+    device = torch.device("cpu")
+    if dist.get_backend() == "nccl":
+        device = torch.device("cuda", torch.cuda.current_device())
+    count = torch.tensor([len(ids)], dtype=torch.int64, device=device)
+    counts = [torch.zeros_like(count) for _ in range(world)]
+    dist.all_gather(counts, count)
+    sizes = [int(c.item()) for c in counts]
+    longest = max(sizes)
+    out: list[tuple[IntArray, npt.NDArray[np.float64]]] = []
+    gathered = []
+    for values, dtype in ((ids, torch.int64), (losses, torch.float64)):
+        mine = torch.zeros(longest, dtype=dtype, device=device)
+        mine[: len(values)] = torch.as_tensor(np.asarray(values), dtype=dtype, device=device)
+        parts = [torch.zeros_like(mine) for _ in range(world)]
+        dist.all_gather(parts, mine)
+        gathered.append([t.cpu().numpy() for t in parts])
+    for r, size in enumerate(sizes):
+        out.append(
+            (
+                np.asarray(gathered[0][r][:size], dtype=np.int64),
+                np.asarray(gathered[1][r][:size], dtype=np.float64),
+            )
+        )
+    return out
