@@ -88,8 +88,7 @@ class NoPFS(Policy):
     # -- placement --------------------------------------------------------------------
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
         super().begin_epoch(epoch, planned)
-        now = self.future(self.epoch)
-        if planned is not None and not np.array_equal(np.asarray(planned), np.asarray(now)):
+        if planned is not None and not np.array_equal(planned, self.future(self.epoch)):
             raise HotsetError(
                 f"nopfs: epoch {self.epoch}'s order is not the seeded future's; NoPFS needs an "
                 "order that is a function of the seed (a random order, not importance sampling)"
