@@ -14,7 +14,7 @@ from process_support import run_job
 
 HERE = Path(__file__).resolve().parent
 #: systems whose every epoch trains each sample once across the ranks
-EXACTLY_ONCE = ("pytorch", "fifo", "lru", "lfu", "minio")
+EXACTLY_ONCE = ("pytorch", "fifo", "lru", "lfu", "minio", "base", "nopfs")
 
 
 def _torchrun(script: str, world: int, *args: str) -> None:

@@ -14,9 +14,13 @@ Two regions share one budget:
   means: not returned this epoch by a hit, a substitution or its own admission.
   The missed ids are recorded (:attr:`ICache.missed`, the input of the packer).
   When every L-resident has been served, the next L miss is read and replaces a
-  served resident (a per-sample stand-in for loading the next package; dynamic
-  packages of >= 1 MB are not modeled yet). ``substitute_to="h"`` (the
-  ``st_hc`` ablation) substitutes from the H-cache instead.
+  served resident: this class fills its L-cache one sample at a time. The
+  ``icache`` system's L-cache is
+  :class:`~hotset.policies.icache_packed.PackedICache`, which loads it from
+  dynamic packages of 1 MB (:mod:`hotset.policies.icache_packing`) instead;
+  this class alone backs the ablations that have no L traffic to pack
+  (``icache_h``). ``substitute_to="h"`` (the ``st_hc`` ablation) substitutes
+  from the H-cache instead.
 
 **Lookahead** (``lookahead=True``, beyond the paper): when the epoch's planned
 order is known, an H resident still due this epoch is *held* out of the heap until
@@ -25,6 +29,15 @@ now (the resident is in this epoch's plan) for a hoped-for hit next epoch (the
 newcomer's); held residents never lose that trade. Eviction still takes the
 least important resident, among those the epoch no longer needs; with no
 planned order, or ``lookahead=False``, every resident is in the heap (the paper's rule).
+
+**Full epochs fill without eviction** (``full_fill=True``, the authors' rule;
+off by default, which keeps the committed figures): given ``full_epoch(epoch)``
+(the IIS sampler's), an epoch that asks for every sample admits a miss into its
+region while the region has room and evicts nothing -- no heap eviction, no
+lazy shrinking, no package load (a load drops the served residents) -- and an L
+miss is read from storage rather than substituted, so a full epoch trains every
+sample, which is what it is for: fresh losses of everyone. Selective epochs use
+the heap and substitution as above.
 
 Which samples are H: the top ``h_share`` (70%) of the epoch's planned ids by
 importance (ties by id); the rest are L. Without a planned order, all ids are
@@ -48,7 +61,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -92,6 +105,8 @@ class ICache(Policy):
         substitute_to: str = "l",
         resize: bool = True,
         lookahead: bool = True,
+        full_fill: bool = False,
+        full_epoch: Callable[[int], bool] | None = None,
     ) -> None:
         super().__init__(budget, seed=seed)
         self.h_share = _share("h_share", h_share)
@@ -102,6 +117,14 @@ class ICache(Policy):
             raise HotsetError(f"icache: resize must be True or False, got {resize!r}")
         if not isinstance(lookahead, bool):
             raise HotsetError(f"icache: lookahead must be True or False, got {lookahead!r}")
+        if not isinstance(full_fill, bool):
+            raise HotsetError(f"icache: full_fill must be True or False, got {full_fill!r}")
+        if full_fill and full_epoch is None:
+            raise HotsetError("icache: full_fill needs full_epoch, the sampler's full-epoch rule")
+        self.full_fill = full_fill
+        self.full_epoch = full_epoch
+        #: this epoch fills without eviction (``full_fill`` and a full epoch)
+        self.filling = False
         self.substitute_to = substitute_to
         self.resize = resize
         self.lookahead = lookahead
@@ -227,12 +250,15 @@ class ICache(Policy):
             self._scores = self._next
             self._h = {sid: key for key, sid in self._shadow}
             self._shadow = None
+        self.filling = self.full_fill and bool(self.full_epoch and self.full_epoch(self.epoch))
         lookahead = self.lookahead and planned is not None
         self._pending = set(np.asarray(planned).tolist()) if lookahead else None
         self._partition()
         self.missed = []
         self._hot = self._h_list(planned)
         self._resize(planned if lookahead else None)
+        if floor := self._l_floor():  # l_floor (PackedICache): never below one package
+            self.cap_h = min(self.cap_h, self.total - floor)
         self.f_h = self.f_l = 0
         self._unserved_l = IndexedSet(self._l.items())
         self._unserved_h = IndexedSet(sorted(self._h))
@@ -249,6 +275,10 @@ class ICache(Policy):
             f_l = len(planned) - f_h
         if f_h > 0 and f_l > 0:
             self.cap_h = min(self.total, math.floor(self.total * f_h / (f_h + f_l)))
+
+    def _l_floor(self) -> int:
+        """The least the L-cache may hold after a re-size (none here: it has no packages)."""
+        return 0
 
     def _h_list(self, planned: IntArray | None) -> set[int] | None:
         if self._scores is None:
@@ -286,6 +316,8 @@ class ICache(Policy):
         return self._miss_h(sid) if hot else self._miss_l(sid)
 
     def _miss_h(self, sid: int) -> Decision:
+        if self.filling:
+            return self._fill(sid, "h")
         evicted: list[int] = []
         self._shrink_other("h", evicted)
         key = self._key(sid)
@@ -296,7 +328,17 @@ class ICache(Policy):
             return Decision(sid, Outcome.MISS, sid, admitted=True, evicted=tuple(evicted))
         return Decision(sid, Outcome.MISS, sid, evicted=tuple(evicted))
 
+    def _fill(self, sid: int, region: str) -> Decision:
+        """A full epoch's miss (``full_fill``): admitted while its region has room, read
+        either way; nothing is evicted and nothing is substituted."""
+        if self._fits(sid, region):
+            self._add(sid, region)
+            return Decision(sid, Outcome.MISS, sid, admitted=True)
+        return Decision(sid, Outcome.MISS, sid)
+
     def _miss_l(self, sid: int) -> Decision:
+        if self.filling:
+            return self._fill(sid, "l")
         evicted: list[int] = []
         self._shrink_other("l", evicted)
         if self._fits(sid, "l"):
@@ -359,6 +401,7 @@ class ICache(Policy):
             "used": [self.used_bytes, self.used_items, self.used_h, self.used_l],
             "rng": self._rng.bit_generator.state,
             "epoch": self.epoch,
+            "filling": self.filling,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -391,6 +434,7 @@ class ICache(Policy):
         self._rng = np.random.default_rng()
         self._rng.bit_generator.state = dict(state["rng"])
         self.epoch = int(state["epoch"])
+        self.filling = bool(state.get("filling", False))
 
 
 def _columns(state: Mapping[str, Any]) -> Mapping[str, Any]:

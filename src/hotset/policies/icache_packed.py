@@ -20,6 +20,17 @@ filled and served:
   is written and read in the same batch). Missed L-samples are packed first in
   the next epoch.
 
+**The L-cache's floor** (``l_floor=True``, the paper's §III-A rule; off by
+default, which keeps the committed figures): the paper's L-cache is never smaller
+than one package of at least 1 MB. By default hotset keeps the H/L split the
+access frequencies give and shrinks the package to half the L-cache instead
+(:meth:`Packer.target`); with ``l_floor`` the L-cache keeps at least
+``min(package_bytes, budget / 2)`` (H gives way, up to half the budget) and a
+package is ``min(package_bytes, L-cache)``: one whole package fits the L-cache.
+
+In a full epoch under ``full_fill`` (:mod:`hotset.policies.icache`) no package
+is loaded: a load drops the served residents, and a full epoch evicts nothing.
+
 Loads happen after a batch's accesses, so no request is ever served from a
 package its own batch reads; at most :data:`MAX_LOADS` packages per batch.
 
@@ -33,7 +44,7 @@ and ``loaded_waiting`` are still cached and unserved.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -71,6 +82,9 @@ class PackedICache(ICache):
         lookahead: bool = True,
         packaging: str = "dynamic",
         package_bytes: int = PACKAGE_BYTES,
+        full_fill: bool = False,
+        full_epoch: Callable[[int], bool] | None = None,
+        l_floor: bool = False,
     ) -> None:
         super().__init__(
             budget,
@@ -80,7 +94,12 @@ class PackedICache(ICache):
             substitute_to=substitute_to,
             resize=resize,
             lookahead=lookahead,
+            full_fill=full_fill,
+            full_epoch=full_epoch,
         )
+        if not isinstance(l_floor, bool):
+            raise HotsetError(f"icache: l_floor must be True or False, got {l_floor!r}")
+        self.l_floor = l_floor
         if budget.sizes is not None:
             sizes = np.asarray(budget.sizes, dtype=np.int64)
         elif n is not None:
@@ -89,12 +108,25 @@ class PackedICache(ICache):
             raise HotsetError("icache: packages need the sample sizes or n")
         self.packer = Packer(sizes, seed=seed, packaging=packaging, package_bytes=package_bytes)
         self.layout = self.packer.packages
+        if floor := self._l_floor():  # l_floor (PackedICache): never below one package
+            self.cap_h = min(self.cap_h, self.total - floor)
         self._ready: deque[int] = deque()  # packages written and not yet loaded
         self._trained: set[int] = set()  # ids served this epoch (not worth loading again)
-        self._target = self.packer.target(self.cap_l)
+        self._target = self._package_target()
         self._waiting: set[int] = set()  # admitted from a package, not served since
         #: members admitted from packages, their bytes, those evicted before being served
         self.loaded = self.loaded_bytes = self.loaded_unused = 0
+
+    def _l_floor(self) -> int:
+        """``l_floor``: one package, at most half the budget (see the module docstring)."""
+        return min(self.packer.package_bytes, self.total // 2) if self.l_floor else 0
+
+    def _package_target(self) -> int:
+        """This epoch's package size: one whole L-cache at most under ``l_floor``, else
+        the packer's (half the L-cache when that is smaller than two packages)."""
+        if self.l_floor:
+            return max(1, min(self.packer.package_bytes, self.cap_l))
+        return self.packer.target(self.cap_l)
 
     def attach_layout(self, layout: UnitLayout | None) -> None:
         """The dataset's chunks are not iCACHE's read units: its packages are."""
@@ -105,7 +137,7 @@ class PackedICache(ICache):
         super().begin_epoch(epoch, planned)
         self._trained = set()
         self._ready = deque()  # a package packed for last epoch's L-list is not loaded
-        self._target = self.packer.target(self.cap_l)
+        self._target = self._package_target()
         if self._hot is None:
             return
         ids = np.arange(len(self.packer.sizes)) if planned is None else np.unique(planned)
@@ -125,6 +157,8 @@ class PackedICache(ICache):
         return decision
 
     def _miss_l(self, sid: int) -> Decision:
+        if self.filling:  # a full epoch under full_fill: read it, substitute nothing
+            return Decision(sid, Outcome.MISS, sid)
         pool = self._unserved_l if self.substitute_to == "l" else self._unserved_h
         if len(pool):
             sub = pool.at(int(self._rng.integers(len(pool))))
@@ -135,7 +169,7 @@ class PackedICache(ICache):
 
     def background(self) -> Background:
         """The loading step after a batch (and the packing step ahead of it)."""
-        if self._hot is None:
+        if self._hot is None or self.filling:
             return Background()
         packs: list[int] = []
         loads: list[Load] = []
@@ -226,4 +260,4 @@ class PackedICache(ICache):
         self._waiting = {int(s) for s in state.get("waiting", [])}
         totals = state.get("loaded_totals", [0, 0, 0])
         self.loaded, self.loaded_bytes, self.loaded_unused = (int(x) for x in totals)
-        self._target = self.packer.target(self.cap_l)
+        self._target = self._package_target()

@@ -47,10 +47,13 @@ DEFAULTS: dict[str, Any] = {
     "h_start": H_START,
     "lookahead": True,
     "package_bytes": PACKAGE_BYTES,
+    #: the authors' rules hotset leaves off by default (docs/systems/icache.md)
+    "full_fill": False,
+    "l_floor": False,
 }
 
 
-Cache = Callable[[Budget, int, int, dict[str, Any]], Policy]
+Cache = Callable[[Budget, int, int, dict[str, Any], IISSampler], Policy]
 
 
 def _system(name: str, cache: Cache) -> Callable[..., System]:
@@ -69,7 +72,7 @@ def _system(name: str, cache: Cache) -> Callable[..., System]:
         return System(
             name=name,
             sampler=sampler,
-            policy=cache(budget, n, seed, opts),
+            policy=cache(budget, n, seed, opts, sampler),
             table=ImportanceTable(n),
             scorer=LossScorer(),
             options={"batch_size": batch_size, **opts},
@@ -83,11 +86,15 @@ def _system(name: str, cache: Cache) -> Callable[..., System]:
 def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
     """An iCACHE cache; ``packaging=None``: the H-cache alone (no L traffic to pack)."""
 
-    def make(budget: Budget, n: int, seed: int, opts: dict[str, Any]) -> Policy:
+    def make(
+        budget: Budget, n: int, seed: int, opts: dict[str, Any], sampler: IISSampler
+    ) -> Policy:
         given = {
             "h_share": opts["h_share"],
             "h_start": opts["h_start"],
             "lookahead": opts["lookahead"],
+            "full_fill": opts["full_fill"],
+            "full_epoch": sampler.is_full_epoch,
         } | fixed
         if packaging is None:
             return ICache(budget, seed=seed, **given)
@@ -97,6 +104,7 @@ def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
             seed=seed,
             packaging=packaging,
             package_bytes=opts["package_bytes"],
+            l_floor=opts["l_floor"],
             **given,
         )
 
@@ -115,7 +123,7 @@ SPECS: list[SystemSpec] = [
         "icache_iis_lru",
         "iCACHE ablation: IIS sampling alone, LRU cache",
         "iCACHE HPCA'23 §V (IIS only)",
-        _system("icache_iis_lru", lambda b, _n, s, _o: make_policy("lru", b, seed=s)),
+        _system("icache_iis_lru", lambda b, _n, s, _o, _s: make_policy("lru", b, seed=s)),
     ),
     SystemSpec(
         "icache_h",
@@ -151,6 +159,14 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
         "hold H residents the epoch still plans out of the heap (false: the paper's H rule)",
     ),
     "package_bytes": ("int", "bytes of a package the L-cache is loaded from"),
+    "full_fill": (
+        "bool",
+        "full epochs fill the caches without eviction or substitution (the authors' rule)",
+    ),
+    "l_floor": (
+        "bool",
+        "the L-cache never shrinks below one package (min(package_bytes, half the budget))",
+    ),
 }
 OPTIONS: dict[str, tuple[SystemOption, ...]] = {
     spec.name: declare(DEFAULTS, OPTION_DOCS) for spec in SPECS

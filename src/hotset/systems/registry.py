@@ -31,6 +31,9 @@ from hotset.systems.options import SystemOption, format_value, parse_loose
 #: modules searched for ``SPECS``, in listing order
 _MODULES: list[str] = [
     "hotset.systems.baselines",
+    "hotset.systems.ilfu",
+    "hotset.systems.cis",
+    "hotset.systems.nopfs",
     "hotset.systems.shade",
     "hotset.systems.brand",
     "hotset.systems.icache",
