@@ -201,7 +201,8 @@ class _Unpacker:
         parts = []
         for key in ("values", "lengths"):
             part = node.get(key)
-            if not isinstance(part, dict) or part.get(MARK) != "array":
+            mark = part.get(MARK) if isinstance(part, dict) else None
+            if type(mark) is not str or mark != "array":  # a damaged mark may be anything
                 raise HotsetError(f"{self.where}: {path[6:]}: rows need packed {key}")
             parts.append(self.packed(part, f"{path}.{key}"))
         values, lengths = parts
@@ -221,7 +222,8 @@ class _Unpacker:
             or not all(type(s) is int and 0 <= s < 2**40 for s in shape)
         ):
             raise HotsetError(f"shape must be a list of sizes, got {show(shape)}")
-        if node.get(MARK) == "list" and len(shape) != 1:
+        mark = node.get(MARK)
+        if type(mark) is str and mark == "list" and len(shape) != 1:
             raise HotsetError("a packed list must be 1-D")
         count = math.prod(shape)
         if type(node.get("codec")) is str and node["codec"] == "same":
