@@ -308,3 +308,20 @@ def test_a_compact_state_of_the_wrong_length_is_named() -> None:
         ImportanceTable(4, per_sample_history=2).load_state_dict(
             {**state, "trained_losses": [1.0, 2.0, 3.0]}
         )
+
+
+def test_a_default_table_keeps_no_ring_and_restores_one_saved_with_a_ring() -> None:
+    """Nothing decides on a sample's past losses, so a default table keeps none (a
+    ring of 8 was most of a checkpoint); a state saved with a ring (the old default)
+    restores with it, history and all."""
+    plain = ImportanceTable(6)
+    assert plain.per_sample_history == 0
+    ringed = ImportanceTable(6, per_sample_history=8)
+    for epoch in range(3):
+        ringed.update(np.array([1, 2, 3]), np.array([1.0, 2.0, 3.0]) + epoch, epoch=epoch)
+    plain.load_state_dict(ringed.state_dict())
+    assert plain.per_sample_history == 8
+    assert plain.history_of(1).tolist() == [1.0, 2.0, 3.0]
+    assert plain.state_dict().keys() == ringed.state_dict().keys()
+    with pytest.raises(HotsetError, match="per_sample_history must be an integer >= 0"):
+        plain.load_state_dict({**ringed.state_dict(), "per_sample_history": -1})
