@@ -173,3 +173,15 @@ def test_orders_across_ranks_cannot_be_told_from_uniform_permutations() -> None:
     assert all(sorted(row) == list(range(16)) for row in got)  # exactly once, every run
     p_rho, p_chi = randomness_p_values(got)
     assert p_rho > 1e-3 and p_chi > 1e-3, (p_rho, p_chi)
+
+
+def test_a_state_saved_before_the_chunk_read_counters_loads() -> None:
+    """A checkpoint with the four counters of before still resumes; the new ones start at 0."""
+    sim = _sim(512, 2, 8, 0.2, 9)
+    sim.run_epoch()
+    policy = sim.systems[0].policy
+    assert isinstance(policy, BrandRanks)
+    state = policy.state_dict()
+    state["world"]["counts"] = state["world"]["counts"][:4]
+    policy.load_state_dict(state)
+    assert policy.counts["remote_chunk_reads"] == policy.counts["owned_chunk_reads"] == 0
