@@ -173,3 +173,30 @@ def test_orders_across_ranks_cannot_be_told_from_uniform_permutations() -> None:
     assert all(sorted(row) == list(range(16)) for row in got)  # exactly once, every run
     p_rho, p_chi = randomness_p_values(got)
     assert p_rho > 1e-3 and p_chi > 1e-3, (p_rho, p_chi)
+
+
+def test_each_ranks_chunk_reads_are_split_by_owner_and_add_up_to_the_jobs() -> None:
+    """Owners are bookkeeping: a rank reads chunks other ranks own itself; over the ranks,
+    own and remote chunk reads are every chunk the job read (each rank replays them all).
+    The first epoch is a cold fill (each chunk read once, the first rank in step first);
+    the second is the steady state."""
+    sim = _sim(2048, 2, 16, 0.2, 3)
+    for _ in range(2):
+        sim.run_epoch()
+    policies = [s.policy for s in sim.systems]
+    counts = [p.counts for p in policies]  # type: ignore[attr-defined]
+    assert all(c["owned_chunk_reads"] > 0 and c["remote_chunk_reads"] > 0 for c in counts)
+    read = sum(c["owned_chunk_reads"] + c["remote_chunk_reads"] for c in counts)
+    assert read == policies[0].chunk_reads == policies[1].chunk_reads  # type: ignore[attr-defined]
+
+
+def test_a_state_saved_before_the_chunk_read_counters_loads() -> None:
+    """A checkpoint with the four counters of before still resumes; the new ones start at 0."""
+    sim = _sim(512, 2, 8, 0.2, 9)
+    sim.run_epoch()
+    policy = sim.systems[0].policy
+    assert isinstance(policy, BrandRanks)
+    state = policy.state_dict()
+    state["world"]["counts"] = state["world"]["counts"][:4]
+    policy.load_state_dict(state)
+    assert policy.counts["remote_chunk_reads"] == policy.counts["owned_chunk_reads"] == 0

@@ -155,3 +155,28 @@ def test_brand_across_ranks_delivers_each_sample_once_with_remote_requests_and_p
         assert r["counts"]["prefetch_hits"] > 0
         assert 0 < r["remote_memory_peak"] <= 0.1 * r["capacity"]
         assert sum(row["substitutions"] for row in r["rows"]) > 0
+
+
+def test_brand_ranks_read_the_chunks_other_ranks_own_from_storage_themselves(
+    dataset_dir: Path, tmp_path: Path, redis_server: Any
+) -> None:
+    """Owners are bookkeeping (docs/systems/brand.md): a remote request whose owner must
+    refill is not sent to the owner; the requester reads the chunk from the shared store.
+    Each rank's chunk reads, split by owner, are the chunks its workers read (or found
+    whole in the pool), epoch by epoch, with ranks kept in step as DDP keeps them."""
+    packed = _packed(dataset_dir, tmp_path, chunk_size=8, seed=1)
+    out = tmp_path / "out"
+    url = f"redis://127.0.0.1:{redis_server.port}/0"
+    ranks = _ranks("rank_brand_job.py", 2, out, str(packed), str(out), url, "3", "2", "sync")
+    for r in ranks:
+        before = dict.fromkeys(r["epoch_counts"][0], 0)
+        for after, row in zip(r["epoch_counts"], r["rows"], strict=True):
+            got = {k: after[k] - before[k] for k in after}
+            before = after
+            decided = got["owned_chunk_reads"] + got["remote_chunk_reads"]
+            assert decided == row["unit_reads"] + row["pool_unit_hits"] + row["claimed_units"]
+            # a chunk read for a remote request is a remote request the owner could not
+            # answer from memory (fewer only where two requests of a batch chose one chunk)
+            assert got["remote_chunk_reads"] <= got["remote_requests"] - got["remote_hits"]
+        assert r["counts"]["owned_chunk_reads"] > 0
+        assert r["counts"]["remote_chunk_reads"] > 0  # it reads chunks another rank owns

@@ -18,9 +18,14 @@ known to every rank before the epoch ("straightforward to replicate them to all
 nodes", §3.4). Each rank replays every rank's accesses in lockstep -- step ``b``
 is batch ``b`` of rank 0, then of rank 1, ... -- so all ranks hold the same
 state; a rank's own decisions are those of its own accesses. Physically a
-rank does its own I/O: a chunk read for its request fills the owner's memory by
-putting the files in the job's shared cache namespace (content-addressed, so it
-does not matter which rank wrote an entry), and a remote hit is a get from it.
+rank does its own I/O, and owners are bookkeeping: a remote request whose owner
+must refill is not sent to the owner; the requester reads that chunk from the
+shared store itself (counted in ``remote_chunk_reads``), and the files fill the
+owner's memory by being put in the job's shared cache namespace (content-addressed,
+so it does not matter which rank wrote an entry); a remote hit is a get from it.
+The job reads the same chunks as the paper's owners would -- the decisions are the
+same -- but a rank reads chunks another rank owns, which the paper's per-node
+disks do not allow.
 
 Exactly-once holds as on one node: a prefetch moves a file to the location of an
 access the requester will make, so every access still consumes one file of its
@@ -41,8 +46,20 @@ from hotset.engine.outcome import Decision, Outcome
 from hotset.errors import HotsetError
 from hotset.policies.brand import Brand
 
-#: per-rank counters of its own requests, in state order
-COUNTERS = ("remote_requests", "remote_hits", "prefetch_hits", "prefetched_files")
+#: per-rank counters of its own requests, in state order. ``owned_chunk_reads`` and
+#: ``remote_chunk_reads`` are the chunks this rank reads from storage for its own
+#: requests (one per chunk per batch, as the engine reads them), split by whether
+#: this rank owns the chunk's abstract chunk: a remote one is a chunk read the
+#: paper's owner would make from its disk, made here by the requester from the
+#: shared store (see the module docstring)
+COUNTERS = (
+    "remote_requests",
+    "remote_hits",
+    "prefetch_hits",
+    "prefetched_files",
+    "owned_chunk_reads",
+    "remote_chunk_reads",
+)
 
 
 class BrandRanks(Brand):
@@ -81,6 +98,7 @@ class BrandRanks(Brand):
         self._remote_used: list[int] = [0]
         self.counts = dict.fromkeys(COUNTERS, 0)
         self.remote_memory_peak = 0
+        self._read_batch, self._read_units = -1, set[int]()  # this batch's chunk reads
 
     # -- the world ----------------------------------------------------------------------
     def _setup(self, world: int) -> None:
@@ -114,6 +132,7 @@ class BrandRanks(Brand):
         self._orders = [np.asarray(o, dtype=np.int64).tolist() for o in orders]
         self._done = [0] * world
         self._step, self._turn = 0, 0  # the lockstep cursor: (batch, rank) replayed next
+        self._read_batch, self._read_units = -1, set()
 
     def begin_epoch(self, epoch: int, planned: Any = None) -> None:
         super().begin_epoch(epoch, planned)
@@ -135,8 +154,23 @@ class BrandRanks(Brand):
         me = self.rank
         self._advance(self._done[me] // max(1, self.batch_size), me)
         decision = self._request(me, int(sid))
+        self._count_read(decision)
         self._done[me] += 1
         return decision
+
+    def _count_read(self, decision: Decision) -> None:
+        """Count a chunk our request reads, once per batch, by who owns its abstract chunk."""
+        unit = decision.unit
+        if decision.outcome != Outcome.MISS or unit < 0:
+            return
+        batch = self._done[self.rank] // max(1, self.batch_size)
+        if batch != self._read_batch:
+            self._read_batch, self._read_units = batch, set()
+        if unit in self._read_units:
+            return  # the engine reads a chunk two requests of one batch chose once
+        self._read_units.add(unit)
+        mine = self._group_of[unit] % self.world_size == self.rank
+        self.counts["owned_chunk_reads" if mine else "remote_chunk_reads"] += 1
 
     def _advance(self, batch: int, rank: int) -> None:
         """Replay, in lockstep order, every other rank's batches before (``batch``, ``rank``).
@@ -249,7 +283,9 @@ class BrandRanks(Brand):
         super().load_state_dict(state)
         self._remote = [{(int(g), int(s)): int(f) for g, s, f in r} for r in world["remote"]]
         self._remote_used = [sum(self.budget.size_of(f) for f in r.values()) for r in self._remote]
-        self.counts = dict(zip(COUNTERS, (int(v) for v in world["counts"]), strict=True))
+        counts = [int(v) for v in world["counts"]]  # states before the chunk reads had 4
+        counts += [0] * (len(COUNTERS) - len(counts))
+        self.counts = dict(zip(COUNTERS, counts, strict=True))
         self.remote_memory_peak = int(world.get("remote_peak", 0))
         self._recount()
 
