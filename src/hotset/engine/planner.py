@@ -206,6 +206,12 @@ class Planner:
         """Per-sample losses given while the training loop held batch ``tag``."""
         self.feedback.give(tag, ids, losses)
 
+    def cache_lost(self, ids: Sequence[int], unreachable: bool) -> None:
+        """Tell the policy what a fetched batch failed to read from the cache (§4.8 of
+        Quiver); it applies to the batches planned from here on."""
+        if len(ids) or unreachable:
+            self.system.policy.cache_lost(ids, unreachable=unreachable)
+
     # -- planning -----------------------------------------------------------------
     def plan_next(self) -> BatchPlan:
         """Plan batch ``self.planned`` of the epoch."""
