@@ -110,6 +110,9 @@ class Quiver(Policy):
         self.mask_failures = mask_failures
         #: ids dropped as lost, whose cache deletes the next background() plans
         self._lost: list[int] = []
+        #: units read back this epoch after a loss: one lost again (a put refused in a
+        #: full shared namespace) is not read back again, so a loss costs one unit read
+        self._reloaded: set[int] = set()
         #: substitutes come from the next ``lookahead`` batches of unused planned ids
         #: (Algorithm 1 looks up 10 x a batch); None: from every pending id
         self.lookahead = lookahead
@@ -159,6 +162,7 @@ class Quiver(Policy):
 
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
         super().begin_epoch(epoch, planned)
+        self._reloaded = set()
         cycle = self._cycle_for(planned)
         chunks = cycle.chunks
         window = None if self.lookahead is None else self.lookahead * self.batch_size
@@ -315,7 +319,7 @@ class Quiver(Policy):
         planned as a hit on it: it is substituted by a cached id still there) and stays
         pending, with the other members of its load unit (written together, lost
         together), and a unit with a member still pending goes to the front of the
-        loading queue, so the
+        loading queue (once an epoch), so the
         chunk cycle reads it back as a background load rather than one read per
         request on the critical path; until then a request for it is a co-operative
         miss on that unit. Without ``mask_failures`` the report is ignored and the
@@ -339,8 +343,10 @@ class Quiver(Policy):
         for sid in lost:
             self._evict(sid)
             self._lost.append(sid)
-            if self._view.pending(sid):
-                requeue[int(chunks.load_of[sid])] = None
+            u = int(chunks.load_of[sid])
+            if self._view.pending(sid) and u not in self._reloaded:
+                requeue[u] = None
+        self._reloaded.update(requeue)
         self.masked_losses += len(lost)
         static = [u for u in requeue if int(chunks.chunk_of_unit[u]) == chunks.static]
         loading = [u for u in requeue if int(chunks.chunk_of_unit[u]) in cycle.chunks_in]
