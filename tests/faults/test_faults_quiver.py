@@ -12,13 +12,14 @@ into the dead server are skipped and the cache is used again once it answers.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import hotset
 from packed_support import packed_synth
-from redis_support import start_redis
+from redis_support import RedisCluster, start_redis
 
 
 @pytest.fixture(scope="module")
@@ -72,37 +73,44 @@ def test_killing_the_cache_server_mid_epoch_fails_no_step(
 
 def _flushed_mid_epoch(packed: Path, tmp_path: Path, *, mask: bool) -> list[dict[str, int]]:
     """Three epochs on a real redis-server whose entries all go after epoch 1's third
-    batch (FLUSHALL: the server answers, the cache is empty); each epoch checked for
-    every sample once and byte-exact. The loader's report rows."""
+    batch (FLUSHALL: the server answers, the cache is empty)."""
     tmp_path.mkdir()
     server = start_redis(tmp_path)
     try:
-        data = hotset.open_dataset(packed, decode="bytes")
-        n = len(data.manifest)
-        truth = [data.store.read(k) for k in data.manifest.keys]
-        with hotset.loader(
-            data,
-            system=f"quiver[mask_failures={mask}]",
-            cache=server.url,
-            cache_bytes=0.2,
-            batch_size=16,
-            num_workers=2,
-            seed=1,
-        ) as loader:
-            rows = []
-            for epoch in range(3):
-                loader.set_epoch(epoch)
-                served: list[int] = []
-                for step, (x, _y, ids, _w) in enumerate(loader):
-                    if epoch == 1 and step == 3:
-                        server.client().flushall()
-                    assert x == [truth[s] for s in ids.tolist()], f"epoch {epoch} step {step}"
-                    served += ids.tolist()
-                assert sorted(served) == list(range(n)), f"epoch {epoch}: not each sample once"
-                rows.append(loader.report()[-1])
-        return rows
+        return _lose_mid_epoch(packed, server.url, lambda: server.client().flushall(), mask=mask)
     finally:
         server.stop()
+
+
+def _lose_mid_epoch(
+    packed: Path, url: str, lose: Callable[[], object], *, mask: bool
+) -> list[dict[str, int]]:
+    """Three epochs on the cache at ``url``, ``lose()`` run after epoch 1's third
+    batch; each epoch checked for every sample once and byte-exact. The report rows."""
+    data = hotset.open_dataset(packed, decode="bytes")
+    n = len(data.manifest)
+    truth = [data.store.read(k) for k in data.manifest.keys]
+    with hotset.loader(
+        data,
+        system=f"quiver[mask_failures={mask}]",
+        cache=url,
+        cache_bytes=0.2,
+        batch_size=16,
+        num_workers=2,
+        seed=1,
+    ) as loader:
+        rows = []
+        for epoch in range(3):
+            loader.set_epoch(epoch)
+            served: list[int] = []
+            for step, (x, _y, ids, _w) in enumerate(loader):
+                if epoch == 1 and step == 3:
+                    lose()
+                assert x == [truth[s] for s in ids.tolist()], f"epoch {epoch} step {step}"
+                served += ids.tolist()
+            assert sorted(served) == list(range(n)), f"epoch {epoch}: not each sample once"
+            rows.append(loader.report()[-1])
+    return rows
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +136,20 @@ def test_a_flushed_cache_is_masked_by_substitutes_and_reloaded_with_the_chunks(
     # the healthy epoch before the failure is decided alike with or without masking
     same = ("exact_hits", "substitutions", "storage_requests", "storage_bytes")
     assert [plain[0][k] for k in same] == [masked[0][k] for k in same]
+
+
+def test_one_lost_node_of_a_cluster_is_masked_by_the_others_entries(
+    larger: Path, redis_cluster: RedisCluster
+) -> None:
+    """The paper's case: one server of a distributed cache loses what it held (a node
+    of a three-node Redis Cluster flushed), the others' entries serve substitutes."""
+    node = redis_cluster.nodes[1]
+    rows = {}
+    for mask in (False, True):
+        redis_cluster.flushall()
+        rows[mask] = _lose_mid_epoch(
+            larger, redis_cluster.url, lambda: node.client().flushall(), mask=mask
+        )
+    lost = {m: sum(r["rebuild_reads"] + r["degraded_reads"] for r in rows[m]) for m in rows}
+    assert lost[False] > 0, "the lost node held nothing the plan read"
+    assert lost[True] < lost[False], lost
