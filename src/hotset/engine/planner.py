@@ -208,7 +208,12 @@ class Planner:
 
     def cache_lost(self, ids: Sequence[int], unreachable: bool) -> None:
         """Tell the policy what a fetched batch failed to read from the cache (§4.8 of
-        Quiver); it applies to the batches planned from here on."""
+        Quiver); it applies to the batches planned from here on.
+
+        Reports are not part of the saved state and :meth:`replay` does not repeat
+        them: a resume clears the cache and rebuilds it, so the losses they named are
+        moot there.
+        """
         if len(ids) or unreachable:
             self.system.policy.cache_lost(ids, unreachable=unreachable)
 
