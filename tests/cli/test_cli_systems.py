@@ -96,6 +96,8 @@ def test_options_json_and_a_system_without_options() -> None:
     assert [(r["name"], r["type"], r["default"]) for r in json.loads(out)] == [
         ("probe", "int", 0),
         ("evict_after_s", "number", 30.0),
+        ("lookahead", "int or none", None),
+        ("mask_failures", "bool", True),
     ]
     code, out = run_cli("systems", "--options", "lru")
     assert (code, out.strip()) == (0, "system 'lru' takes no options")

@@ -206,6 +206,17 @@ class Planner:
         """Per-sample losses given while the training loop held batch ``tag``."""
         self.feedback.give(tag, ids, losses)
 
+    def cache_lost(self, ids: Sequence[int], unreachable: bool) -> None:
+        """Tell the policy what a fetched batch failed to read from the cache (§4.8 of
+        Quiver); it applies to the batches planned from here on.
+
+        Reports are not part of the saved state and :meth:`replay` does not repeat
+        them: a resume clears the cache and rebuilds it, so the losses they named are
+        moot there.
+        """
+        if len(ids) or unreachable:
+            self.system.policy.cache_lost(ids, unreachable=unreachable)
+
     # -- planning -----------------------------------------------------------------
     def plan_next(self) -> BatchPlan:
         """Plan batch ``self.planned`` of the epoch."""

@@ -157,6 +157,14 @@ class Policy(ABC):
         """The step of the chunk cycle the policy is loading now; None: not started."""
         return None
 
+    # -- cache failures the driver saw (Quiver §4.8) -------------------------------
+    def cache_lost(self, ids: Sequence[int], *, unreachable: bool = False) -> None:
+        """The cache failed to return ``ids`` the policy holds (gone, or the cache
+        ``unreachable``): an input like feedback, so decisions stay a pure function of
+        what the driver reported. Only a policy that can route around lost entries
+        (substitution) acts on it; the others' plans already read around a miss.
+        """
+
     def regions(self) -> dict[str, tuple[int, int]]:
         """``{region: (used_bytes, capacity_bytes)}``; one region unless the policy splits.
 

@@ -42,7 +42,7 @@ epochs: an epoch starts with whatever two chunks are in.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -87,6 +87,7 @@ class Quiver(Policy):
         probe: int = 0,
         evict_after_s: float = 30.0,
         lookahead: int | None = None,
+        mask_failures: bool = True,
     ) -> None:
         super().__init__(budget, seed=seed)
         if batch_size < 1:
@@ -102,7 +103,16 @@ class Quiver(Policy):
                 f"quiver: lookahead must be a number of batches >= 1 (the paper's: 10) or "
                 f"None (every pending id), got {lookahead!r}"
             )
+        if not isinstance(mask_failures, bool):
+            raise HotsetError(f"quiver: mask_failures must be True or False, got {mask_failures!r}")
         self.batch_size = int(batch_size)
+        #: route around cache entries the driver reports lost (§4.8): see cache_lost()
+        self.mask_failures = mask_failures
+        #: ids dropped as lost, whose cache deletes the next background() plans
+        self._lost: list[int] = []
+        #: units read back this epoch after a loss: one lost again (a put refused in a
+        #: full shared namespace) is not read back again, so a loss costs one unit read
+        self._reloaded: set[int] = set()
         #: substitutes come from the next ``lookahead`` batches of unused planned ids
         #: (Algorithm 1 looks up 10 x a batch); None: from every pending id
         self.lookahead = lookahead
@@ -123,6 +133,7 @@ class Quiver(Policy):
         # what the report says (the names in _COUNTERS)
         self.loaded_units = self.loaded_bytes = self.released_chunks = 0
         self.cooperative_reads = self.served_count = 0
+        self.masked_losses = 0
         self.displacement_sum = self.displacement_max = 0
 
     # -- sizing -------------------------------------------------------------------------
@@ -151,6 +162,7 @@ class Quiver(Policy):
 
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
         super().begin_epoch(epoch, planned)
+        self._reloaded = set()
         cycle = self._cycle_for(planned)
         chunks = cycle.chunks
         window = None if self.lookahead is None else self.lookahead * self.batch_size
@@ -211,7 +223,9 @@ class Quiver(Policy):
         cycle, view = self._cycle, self._view
         if cycle is None or view is None or self.probing_next():
             return Background()
-        evicted: list[int] = []
+        # lost entries leave the cache's books too (a put of a reload is then not skipped)
+        evicted: list[int] = [s for s in self._lost if s not in self._resident]
+        self._lost = []
         loads: list[Load] = []
         ahead = 2 * self.batch_size
         for _ in range(2):  # a chunk consumed while its successor loaded goes at once
@@ -295,6 +309,49 @@ class Quiver(Policy):
         self.used_items -= 1
         assert self._view is not None
         self._view.drop_resident(sid)
+
+    # -- failure masking (§4.8) ----------------------------------------------------------
+    def cache_lost(self, ids: Sequence[int], *, unreachable: bool = False) -> None:
+        """Mask lost cache entries as the paper does: serve substitutes from what is left,
+        re-populate in the background.
+
+        Each lost id this job holds leaves the resident set (so no later request is
+        planned as a hit on it: it is substituted by a cached id still there) and stays
+        pending, with the other members of its load unit (written together, lost
+        together), and a unit with a member still pending goes to the front of the
+        loading queue (once an epoch), so the
+        chunk cycle reads it back as a background load rather than one read per
+        request on the critical path; until then a request for it is a co-operative
+        miss on that unit. Without ``mask_failures`` the report is ignored and the
+        driver serves each failed read from storage, in the batch.
+
+        ``unreachable`` (the cache call itself failed: one server, down) is ignored:
+        nothing is left to substitute from and nothing can be loaded back, and the
+        driver's read of just the sample needed is the cheapest way to serve it.
+        Dropping what the job holds there was measured to cost more: its pending ids
+        then become co-operative misses, a whole unit read for each
+        (``benchmarks/results/quiver-mask.json``).
+        """
+        cycle = self._cycle
+        if not self.mask_failures or unreachable or cycle is None or self._view is None:
+            return
+        chunks = cycle.chunks
+        # a unit's members are written together and go together (a flush, a lost node)
+        units = {int(chunks.load_of[int(s)]) for s in ids}
+        lost = sorted(s for u in units for s in chunks.members[u] if s in self._resident)
+        requeue: dict[int, None] = {}  # the units this epoch still needs a member of
+        for sid in lost:
+            self._evict(sid)
+            self._lost.append(sid)
+            u = int(chunks.load_of[sid])
+            if self._view.pending(sid) and u not in self._reloaded:
+                requeue[u] = None
+        self._reloaded.update(requeue)
+        self.masked_losses += len(lost)
+        static = [u for u in requeue if int(chunks.chunk_of_unit[u]) == chunks.static]
+        loading = [u for u in requeue if int(chunks.chunk_of_unit[u]) in cycle.chunks_in]
+        cycle.static_queue[:0] = [u for u in static if u not in cycle.static_queue]
+        cycle.queue[:0] = [u for u in loading if u not in cycle.queue]
 
     # -- requests -----------------------------------------------------------------------
     def access(self, sid: int) -> Decision:
@@ -387,6 +444,7 @@ class Quiver(Policy):
             "displacement_max": self.displacement_max,
             "probe_batches": min(self.probe, self.batches_done),
             "joined_step": self.joined,
+            "masked_losses": self.masked_losses,
         }
 
     def state_dict(self) -> dict[str, Any]:

@@ -25,7 +25,12 @@ from hotset.systems.base import System, SystemSpec, with_defaults
 from hotset.systems.options import SystemOption, declare
 
 #: Quiver's options and their defaults (``hotset systems --options quiver``)
-DEFAULTS: dict[str, Any] = {"probe": 0, "evict_after_s": 30.0, "lookahead": None}
+DEFAULTS: dict[str, Any] = {
+    "probe": 0,
+    "evict_after_s": 30.0,
+    "lookahead": None,
+    "mask_failures": True,
+}
 
 
 def build_quiver(
@@ -41,6 +46,9 @@ def build_quiver(
     ``lookahead=N`` serves substitutes only from the next N batches of unused planned
     ids, Algorithm 1's window (the paper's N: 10); None, the default, from every
     pending id (more substitutable hits, the same once-per-epoch guarantee).
+    ``mask_failures`` (§4.8): entries the cache failed to return are substituted by
+    cached ones still there and loaded back with the chunk cycle; False serves every
+    planned cache read that fails from storage, in the batch (hotset's earlier way).
     """
     opts = with_defaults("quiver", options, DEFAULTS)
     return System(
@@ -53,6 +61,7 @@ def build_quiver(
             probe=opts["probe"],
             evict_after_s=opts["evict_after_s"],
             lookahead=opts["lookahead"],
+            mask_failures=opts["mask_failures"],
         ),
         table=ImportanceTable(n),
         options={"batch_size": batch_size},
@@ -84,6 +93,11 @@ OPTIONS: dict[str, tuple[SystemOption, ...]] = {
                 "int|none",
                 "substitutes from the next N batches of unused ids (Algorithm 1: 10); "
                 "none: every pending id",
+            ),
+            "mask_failures": (
+                "bool",
+                "substitute around cache entries lost to a failure, reload them with the "
+                "chunks (§4.8); false: read each failed cache read from storage",
             ),
         },
     )

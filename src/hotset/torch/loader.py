@@ -796,6 +796,7 @@ class HotsetLoader(Checkpoints):
     ) -> np.ndarray:
         """Count a fetched batch: its report row, what it served, how far writes got."""
         self._packages.consumed()  # its packages were read: the files can go
+        self._planner.cache_lost(info.pop("lost_ids", ()), info.pop("cache_unreachable", False))
         stats.add(info, stall)
         if info["skipped"]:
             self._note_skipped(info["skipped_errors"])

@@ -308,4 +308,19 @@ class BatchMove:
             - len(self.degraded_ids)
             - len(self.degraded_units),
             "wait_seconds": self.wait_s,
+            **self.losses(),
+        }
+
+    def losses(self) -> dict[str, Any]:
+        """The sample ids the cache failed to return (gone, poisoned, or the cache
+        failed), for the policy (``Policy.cache_lost``); whether the cache failed."""
+        units = self.rebuild_units + self.degraded_units
+        lost = self.rebuild_ids + self.degraded_ids
+        if units and self.f.layout is not None:
+            n = self.f.cache_keys.n
+            for u in units:
+                lost += [s for s in self.f.layout.members(u).tolist() if s < n]
+        return {
+            "lost_ids": lost,
+            "cache_unreachable": bool(self.degraded_ids or self.degraded_units),
         }
