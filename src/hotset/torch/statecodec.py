@@ -202,7 +202,8 @@ class _Unpacker:
         for key in ("values", "lengths"):
             part = node.get(key)
             mark = part.get(MARK) if isinstance(part, dict) else None
-            if type(mark) is not str or mark != "array":  # a damaged mark may be anything
+            if not isinstance(part, dict) or type(mark) is not str or mark != "array":
+                # a damaged mark may be anything, an array among them
                 raise HotsetError(f"{self.where}: {path[6:]}: rows need packed {key}")
             parts.append(self.packed(part, f"{path}.{key}"))
         values, lengths = parts
