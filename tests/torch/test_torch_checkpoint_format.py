@@ -224,28 +224,6 @@ def test_an_unknown_version_is_refused_naming_the_versions_read(dataset_dir: Pat
 BIG = 200_000
 
 
-class _Blank(torch.utils.data.Dataset[Any]):
-    def __len__(self) -> int:
-        return BIG
-
-    def __getitem__(self, i: int) -> tuple[bytes, int]:
-        return b"", 0
-
-
-def _eight_bytes(i: int) -> bytes:
-    return i.to_bytes(8, "little")
-
-
-def _float32_losses(ids: torch.Tensor, epoch: int) -> torch.Tensor:
-    """Losses as a model gives them: float32 with a full mantissa (-log of a hashed uniform)."""
-    x = ids.numpy().astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(epoch + 1)
-    x ^= x >> np.uint64(31)
-    x *= np.uint64(0xBF58476D1CE4E5B9)
-    x ^= x >> np.uint64(29)
-    u = ((x >> np.uint64(40)).astype(np.float32) + 0.5) / np.float32(2**24)
-    return torch.from_numpy(-np.log(u))
-
-
 @pytest.mark.parametrize(
     ("system", "feedback", "bound"), [("lru", True, 6.0), ("shade", True, 7.0), ("lru", False, 1.0)]
 )
@@ -258,19 +236,7 @@ def test_a_state_takes_at_most_a_few_bytes_per_sample(
     losses, at most 1 byte: the
     rest is what the losses themselves take, about 3.4 bytes each kept (the latest per
     sample, and this epoch's so far)."""
-    data = hotset.from_dataset(
-        _Blank(), read=_eight_bytes, decode="bytes", sizes=np.full(BIG, 8), labels=np.zeros(BIG)
-    )
-    with hotset.loader(
-        data, system=system, cache=0.1, batch_size=1024, seed=0, verify=False
-    ) as loader:
-        for epoch, stop in ((0, None), (1, BIG // 1024 // 2)):
-            loader.set_epoch(epoch)
-            for i, (_, _, ids, _) in enumerate(loader):
-                if feedback:
-                    loader.update(ids, _float32_losses(ids, epoch))
-                if i + 1 == stop:
-                    break
-        buf = io.BytesIO()
-        torch.save(loader.state_dict(), buf)
-    assert buf.tell() / BIG <= bound
+    from hotset.bench.statesize import state_bytes
+
+    size = state_bytes(system, BIG, full_epochs=1, feedback=feedback)
+    assert size / BIG <= bound
