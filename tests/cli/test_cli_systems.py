@@ -97,7 +97,7 @@ def test_options_json_and_a_system_without_options() -> None:
         ("probe", "int", 0),
         ("evict_after_s", "number", 30.0),
         ("lookahead", "int or none", None),
-        ("mask_failures", "bool", True),
+        ("mask_failures", "bool", False),
     ]
     code, out = run_cli("systems", "--options", "lru")
     assert (code, out.strip()) == (0, "system 'lru' takes no options")

@@ -8,9 +8,9 @@ Redis Cluster loses what it held, the paper's case of one failed server of a
 distributed cache), epoch 2 runs on what is left. The rows give,
 per epoch, the reads the cache failed to serve that were read from storage in the
 batch (``rebuild_reads``: the entry was gone; ``degraded_reads``: the cache call
-failed), beside every storage request, with ``quiver[mask_failures=True]`` (the
-default: substitute what is still cached, reload lost entries with the chunks)
-and ``False`` (serve each failed read from storage). Every delivered sample is
+failed), beside every storage request, with ``quiver[mask_failures=True]``
+(substitute what is still cached, reload lost entries with the chunks) and
+``False``, the default (serve each failed read from storage). Every delivered sample is
 compared with its file; an epoch that lost, repeated or changed one is a failure.
 
     python -m hotset.bench.quiver_mask OUT.json [--n 2000] [--workers 2]

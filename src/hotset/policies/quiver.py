@@ -87,7 +87,7 @@ class Quiver(Policy):
         probe: int = 0,
         evict_after_s: float = 30.0,
         lookahead: int | None = None,
-        mask_failures: bool = True,
+        mask_failures: bool = False,
     ) -> None:
         super().__init__(budget, seed=seed)
         if batch_size < 1:

@@ -29,7 +29,7 @@ DEFAULTS: dict[str, Any] = {
     "probe": 0,
     "evict_after_s": 30.0,
     "lookahead": None,
-    "mask_failures": True,
+    "mask_failures": False,
 }
 
 
@@ -47,8 +47,11 @@ def build_quiver(
     ids, Algorithm 1's window (the paper's N: 10); None, the default, from every
     pending id (more substitutable hits, the same once-per-epoch guarantee).
     ``mask_failures`` (§4.8): entries the cache failed to return are substituted by
-    cached ones still there and loaded back with the chunk cycle; False serves every
-    planned cache read that fails from storage, in the batch (hotset's earlier way).
+    cached ones still there and loaded back with the chunk cycle; False (the default)
+    serves every planned cache read that fails from storage, in the batch. Off by
+    default because masking makes decisions depend on what the cache lost, which a
+    checkpoint does not record: a job resumed on a shared namespace whose entries
+    changed meanwhile would not go on exactly as the interrupted one.
     """
     opts = with_defaults("quiver", options, DEFAULTS)
     return System(
