@@ -383,3 +383,14 @@ def test_a_read_only_data_store_is_refused_when_the_loader_is_made(tmp_path: Pat
             mnt / "ds", system="icache", batch_size=8, package_dir=tmp_path / "pkgs"
         )
         loader.close()  # the way out the message names works
+
+
+def test_packages_of_a_data_set_without_hashes_are_checked_by_size(tmp_path: Path) -> None:
+    """A loader with verify=False (a data set from ``from_dataset(sizes=...)`` has no
+    hashes) writes iCACHE's packages checking sizes only; it stopped with an
+    IntegrityError at the first package, comparing bytes with a placeholder hash."""
+    from hotset.bench.statesize import state_bytes
+
+    assert (
+        state_bytes("icache", 4000, full_epochs=1, batch_size=32, package_dir=tmp_path / "pk") > 0
+    )

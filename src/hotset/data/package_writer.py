@@ -93,7 +93,7 @@ class PackageWriter:
         store: Any,
         *,
         keys: Sequence[str],
-        hashes: Sequence[str],
+        hashes: Sequence[str] | None,
         sizes: npt.ArrayLike,
         prefix: str,
         out: Any = None,
@@ -102,6 +102,8 @@ class PackageWriter:
         #: where packages are written (``package_dir``); the data store by default
         self.out = store if out is None else out
         self.keys = keys
+        #: the manifest's hashes each member is checked against; None: sizes only (a
+        #: loader with ``verify=False``, or a data set that has no hashes)
         self.hashes = hashes
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self.prefix = prefix
@@ -118,7 +120,7 @@ class PackageWriter:
         store: Any,
         *,
         keys: Sequence[str],
-        hashes: Sequence[str],
+        hashes: Sequence[str] | None,
         sizes: npt.ArrayLike,
         label: str,
         out: Any = None,
@@ -181,7 +183,10 @@ class PackageWriter:
         """
         blobs = self.store.read_many([self.keys[m] for m in members])
         for m, blob in zip(members, blobs, strict=True):
-            if len(blob) != int(self.sizes[m]) or content_hash(blob) != self.hashes[m]:
+            hashes = self.hashes
+            if len(blob) != int(self.sizes[m]) or (
+                hashes is not None and content_hash(blob) != hashes[m]
+            ):
                 raise IntegrityError(
                     f"{self.keys[m]!r}: bytes read for a package do not match the manifest"
                 )
