@@ -48,3 +48,22 @@ def run_job(
         ) from None
     assert proc.returncode == 0, err[-3000:]
     return out, err
+
+
+def run_torchrun(
+    script_args: list[str], *, nproc: int, logs: Path, cwd: Path | None = None
+) -> dict[int, str]:
+    """Run a script under ``torchrun --standalone``; each local rank's stdout, by rank.
+
+    Each rank writes to a log file of its own (``--redirects 1``): ranks printing
+    to one pipe interleave mid-line, which broke line-anchored assertions in CI.
+    Stderr stays on the pipe, so a failure still shows it.
+    """
+    import sys
+
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    argv += ["--nproc_per_node", str(nproc), "--log-dir", str(logs), "--redirects", "1"]
+    run_job([*argv, *script_args], cwd=cwd)
+    outs = {int(p.parent.name): p.read_text() for p in logs.rglob("stdout.log")}
+    assert sorted(outs) == list(range(nproc)), sorted(logs.rglob("*"))
+    return outs

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from process_support import run_job
+from process_support import run_job, run_torchrun
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -43,18 +43,11 @@ def test_the_port_changes_at_most_ten_lines_of_code() -> None:
 
 
 def test_the_ddp_example_under_torchrun(tmp_path: Path) -> None:
-    out = _run(
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        "ddp.py",
-        "--epochs",
-        "2",
-        "--data",
-        str(tmp_path / "digits"),
-    )
-    finals = re.findall(r"rank (\d) of 2: final accuracy ([0-9.]+)", out)
-    assert sorted(r for r, _ in finals) == ["0", "1"], out[-2000:]
-    assert len({a for _, a in finals}) == 1  # one model, the same validation on each rank
+    args = ["ddp.py", "--epochs", "2", "--data", str(tmp_path / "digits")]
+    outs = run_torchrun(args, nproc=2, logs=tmp_path / "logs", cwd=EXAMPLES)
+    finals: dict[int, str] = {}
+    for rank, out in outs.items():
+        found = re.findall(r"^rank (\d) of 2: final accuracy ([0-9.]+)$", out, re.M)
+        assert [r for r, _ in found] == [str(rank)], out[-2000:]
+        finals[rank] = found[0][1]
+    assert finals[0] == finals[1]  # one model, the same validation on each rank

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from hotset.data import Manifest
-from process_support import run_job
+from process_support import run_job, run_torchrun
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -82,33 +82,21 @@ def test_one_process_trains_checkpoints_and_resumes(tree: Path, tmp_path: Path) 
 
 
 def test_two_ranks_under_torchrun(tree: Path, tmp_path: Path) -> None:
-    out = _run(
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node",
-        "2",
-        "imagenet_style.py",
-        str(tree),
-        "--distributed",
-        "--cache",
-        "100%",
-        "-j",
-        "0",
-        "--epochs",
-        "2",
-        "--checkpoint-dir",
-        str(tmp_path),
-    )
-    finals = re.findall(r"rank (\d): best Acc@1 ([0-9.]+)", out)
-    assert sorted(r for r, _ in finals) == ["0", "1"], out[-2000:]
-    assert len({a for _, a in finals}) == 1  # one model, the whole val set on each rank
-    assert sorted(p.name for p in tmp_path.glob("*.pt")) == [
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    args = ["imagenet_style.py", str(tree), "--distributed", "--cache", "100%", "-j", "0"]
+    args += ["--epochs", "2", "--checkpoint-dir", str(ckpt)]
+    outs = run_torchrun(args, nproc=2, logs=tmp_path / "logs", cwd=EXAMPLES)
+    for rank, out in outs.items():
+        assert re.findall(r"^rank (\d): best Acc@1", out, re.M) == [str(rank)], out[-2000:]
+        # each rank trained its shard: 30 of the 60 training images per epoch
+        assert re.findall(r"^Epoch: \[0\]\[0/(\d+)\]", out, re.M) == ["2"], out[-2000:]
+    finals = [re.findall(r"^rank \d: best Acc@1 ([0-9.]+)", out, re.M) for out in outs.values()]
+    assert finals[0] == finals[1]  # one model, the whole val set on each rank
+    assert sorted(p.name for p in ckpt.glob("*.pt")) == [
         "checkpoint.rank0.pt",
         "checkpoint.rank1.pt",
     ]
-    # each rank trained its shard: 30 of the 60 training images per epoch
-    assert re.findall(r"^Epoch: \[0\]\[0/(\d+)\]", out, re.M) == ["2", "2"]
 
 
 def test_the_plain_counterpart_runs_and_the_port_is_a_small_diff(
