@@ -320,3 +320,14 @@ def test_recorded_accesses_are_the_requests(dataset: Path) -> None:
 def test_a_system_that_learns_from_losses_cannot_skip_training(dataset: Path) -> None:
     with pytest.raises(HotsetError, match="learns from training losses"):
         _run(dataset, "shade", train=False)
+
+
+def test_coverage_counts_what_base_trains_not_what_it_reads(dataset: Path) -> None:
+    """``base`` reads every sample and trains the selected ones (the others weigh 0):
+    its coverage is the trained ones, fewer than it reads once the selection starts."""
+    result = _run(dataset, "base[warm_up=1,window=16]", epochs=3)
+    n_train = result["n_train"]
+    warm, *selecting = result["epochs"]
+    assert warm["unique_ids_trained"] == n_train
+    assert all(row["requests"] == n_train for row in result["epochs"])  # each asked for
+    assert any(row["unique_ids_trained"] < n_train for row in selecting), selecting

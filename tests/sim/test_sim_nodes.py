@@ -134,3 +134,14 @@ def test_bad_costs_name_the_value() -> None:
         Costs(net_gb_s=0)
     with pytest.raises(HotsetError, match="storage_latency_ms must be a finite number"):
         Costs(storage_latency_ms=float("nan"))
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_coverage_counts_what_base_trains_not_what_it_reads(nodes: int) -> None:
+    """``base`` reads every sample; the ones IIS does not select weigh 0 and train nothing."""
+    result = _run("base", nodes, "private", options={"warm_up": 1, "window": 16})
+    n = len(SIZES)
+    warm, *selecting = result["epochs"]
+    assert warm["unique_ids_trained"] == n
+    assert all(row["requests"] == n for row in result["epochs"])
+    assert any(row["unique_ids_trained"] < n for row in selecting), selecting

@@ -152,3 +152,21 @@ def test_spawned_and_forkserver_workers(dataset_dir: Path, context: str, persist
             _check_epoch(loader, run_epoch(loader, epoch), store_bytes)
             _cache_matches_policy(loader)
         assert loader.report()[1]["exact_hits"] > 0
+
+
+def test_coverage_counts_the_samples_trained_not_those_delivered(dataset_dir: Path) -> None:
+    """``base`` delivers every sample and trains IIS's selection (the rest weigh 0):
+    the report's coverage is what trains, as the papers' Base saves compute, not reads."""
+    data = hotset.open_dataset(dataset_dir, decode="bytes")
+    n = len(data.manifest)
+    spec = "base[warm_up=1,window=8]"
+    with hotset.loader(data, system=spec, cache=0.3, batch_size=8, num_workers=0) as loader:
+        weighted = [run_epoch(loader, epoch) for epoch in range(3)]
+        rows = loader.report()
+    for batches, row in zip(weighted, rows, strict=True):
+        ids = torch.cat([b[2] for b in batches])
+        w = torch.cat([b[3] for b in batches])
+        assert sorted(ids.tolist()) == list(range(n))  # every sample delivered
+        assert row["unique_ids_trained"] == len(set(ids[w > 0].tolist()))
+    assert rows[0]["unique_ids_trained"] == n
+    assert min(r["unique_ids_trained"] for r in rows[1:]) < n

@@ -579,7 +579,7 @@ class _Driver:
             self.packer.write(self.layout, ahead)
         served = plan.served
         self.served[-1].extend(served.tolist())
-        self.coverage.add(served)
+        self.coverage.add(served[plan.weights > 0])  # a weight of 0 trains nothing (``base``)
         if self.trainer is not None:
             losses = self.trainer.step(served, plan.weights)
             self.planner.give(plan.index, served, losses)

@@ -322,10 +322,13 @@ class NodeSim:
 
     def _trained(self, planner: Planner, plan: BatchPlan, parts: list[IntArray]) -> None:
         """Coverage, and each rank's batch scored on its own (as each rank would)."""
+        start = 0
         for part in parts:
+            weights = plan.weights[start : start + len(part)]
+            start += len(part)
             if not len(part):
                 continue
-            self.coverage.add(part)
+            self.coverage.add(part[weights > 0])  # a weight of 0 trains nothing (``base``)
             if self.losses is not None:
                 planner.give(plan.index, part, self.losses(part))
 

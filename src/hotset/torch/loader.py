@@ -673,7 +673,7 @@ class HotsetLoader(Checkpoints):
                     break
                 stall = time.perf_counter() - t0
                 x, y, ids, w, info = batch
-                served = self._account(stats, info, ids.numpy(), stall)
+                served = self._account(stats, info, ids.numpy(), w.numpy(), stall)
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(hit=f"{stats.row()['exact_hit_ratio']:.3f}")
@@ -792,9 +792,17 @@ class HotsetLoader(Checkpoints):
             self._dataloader_iters = 0
 
     def _account(
-        self, stats: EpochStats, info: dict[str, Any], served: np.ndarray, stall: float
+        self,
+        stats: EpochStats,
+        info: dict[str, Any],
+        served: np.ndarray,
+        weights: np.ndarray,
+        stall: float,
     ) -> np.ndarray:
-        """Count a fetched batch: its report row, what it served, how far writes got."""
+        """Count a fetched batch: its report row, what it served, how far writes got.
+
+        Coverage counts the samples trained: one served with a loss weight of 0
+        (``base``'s unselected samples) was read and delivered but trains nothing."""
         self._packages.consumed()  # its packages were read: the files can go
         self._planner.cache_lost(info.pop("lost_ids", ()), info.pop("cache_unreachable", False))
         stats.add(info, stall)
@@ -802,7 +810,7 @@ class HotsetLoader(Checkpoints):
             self._note_skipped(info["skipped_errors"])
         stats.absorb(self._readahead.counts, self._prefetcher.counts)
         np.add.at(self._outstanding, served, 1)
-        self._coverage.add(served)
+        self._coverage.add(served[weights > 0])
         self._yielded += 1
         self._planner.confirm(self._sequencer.written_upto)
         return served
