@@ -25,12 +25,12 @@ import numpy as np
 import pytest
 import torch
 from torch_support import loss_of
-from worker_probe import probe_collate, seed_numpy_from_torch
+from worker_probe import eof_collate, probe_collate, seed_numpy_from_torch
 
 import hotset
 from hotset.errors import HotsetError
 from hotset.torch.forksafe import fork_can_deadlock, keeps_workers
-from hotset.torch.loader import HotsetLoader
+from hotset.torch.loader import HotsetLoader, _worker_died
 from process_support import run_job
 
 HERE = Path(__file__).resolve().parent
@@ -43,11 +43,14 @@ def _loader(dataset_dir: Path, system: str = "lru", **options: Any) -> HotsetLoa
     return hotset.loader(
         data,
         system=system,
-        multiprocessing_context="forkserver",
-        collate_fn=probe_collate,
         worker_init_fn=seed_numpy_from_torch,
         seed=3,
-        **{**CONFIG, **options},
+        **{
+            "multiprocessing_context": "forkserver",
+            "collate_fn": probe_collate,
+            **CONFIG,
+            **options,
+        },
     )
 
 
@@ -160,16 +163,47 @@ def test_a_kept_worker_that_dies_is_replaced(dataset_dir: Path) -> None:
         assert sorted(second["ids"]) == list(range(len(truth)))
         assert victim not in _pids(second)
         loader.set_epoch(2)
-        # torch reports the death (hotset: "worker died"), or, when a batch the worker
-        # had sent is still queued, fails to take that batch's tensors from the dead
-        # process (ConnectionResetError or EOFError from the fd hand-over): either way
-        # the next epoch starts fresh workers
-        with pytest.raises((HotsetError, ConnectionError, EOFError)):
+        # torch reports the death, or, when a batch the worker had sent is still
+        # queued, fails to take that batch's tensors from the dead process (a bare
+        # ConnectionResetError or EOFError from the fd hand-over): either way the user
+        # gets hotset's "worker died" error and the next epoch starts fresh workers
+        with pytest.raises(HotsetError, match="a DataLoader worker died"):
             for x, _y, _ids, _w in loader:
                 os.kill(x["pid"], signal.SIGKILL)  # the first batch's worker
         third = _take(loader, 3, truth)
         assert sorted(third["ids"]) == list(range(len(truth)))
         assert not _pids(third) & _pids(second)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_eof_error_of_the_users_own_code_is_not_a_dead_worker(
+    dataset_dir: Path, workers: int
+) -> None:
+    """A bare EOFError while taking a batch means its worker is gone (see above); one
+    the user's code raised, in a worker or in this process, reaches the user as it is."""
+    context = "forkserver" if workers else None
+    options = {"collate_fn": eof_collate, "num_workers": workers}
+    with _loader(dataset_dir, multiprocessing_context=context, **options) as loader:
+        loader.set_epoch(0)
+        with pytest.raises(EOFError) as caught:
+            next(iter(loader))
+    assert "truncated record" in str(caught.value)
+    assert not isinstance(caught.value, HotsetError)
+
+
+@pytest.mark.parametrize(
+    ("exc", "died"),
+    [
+        (RuntimeError("DataLoader worker (pid(s) 12) exited unexpectedly"), True),
+        (EOFError(), True),  # taking a dead worker's queued batch over its fds
+        (ConnectionResetError(104, "Connection reset by peer"), True),
+        (EOFError("Caught EOFError in DataLoader worker process 0.\nOriginal"), False),
+        (RuntimeError("CUDA out of memory"), False),
+        (ValueError("bad sample"), False),
+    ],
+)
+def test_what_counts_as_a_dead_worker(exc: BaseException, died: bool) -> None:
+    assert _worker_died(exc) is died
 
 
 def test_workers_go_with_close(dataset_dir: Path) -> None:

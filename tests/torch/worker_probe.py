@@ -32,3 +32,8 @@ def probe_collate(samples: list[bytes]) -> dict[str, Any]:
 
 def seed_numpy_from_torch(worker_id: int) -> None:
     np.random.seed((torch.initial_seed() + 7 * worker_id) % 2**32)
+
+
+def eof_collate(samples: list[bytes]) -> Any:
+    """A ``collate_fn`` whose own code fails with EOFError (a truncated record, say)."""
+    raise EOFError("truncated record")

@@ -117,6 +117,24 @@ __all__ = [
 #: torch's message when a worker process is gone ("DataLoader worker (pid(s) 12)
 #: exited unexpectedly", "... is killed by signal: Killed.")
 _WORKER_DIED = re.compile(r"DataLoader worker \(pid")
+#: torch's prefix of an error raised in a worker and re-raised here (user code's own)
+_RAISED_IN_WORKER = "in DataLoader worker process"
+
+
+def _worker_died(exc: BaseException) -> bool:
+    """Whether ``exc`` says a worker process is gone, not that its code failed.
+
+    torch reports a dead worker as a RuntimeError naming its pid; but when the dead
+    worker had already queued a batch, taking that batch's tensors over its file
+    descriptors fails first, with a bare EOFError or ConnectionError. An error the
+    worker's own code raised (the user's ``read=``, say) arrives re-raised with torch's
+    "Caught ... in DataLoader worker process" message, and is not a death.
+    """
+    if isinstance(exc, RuntimeError):
+        return bool(_WORKER_DIED.search(str(exc)))
+    if isinstance(exc, EOFError | ConnectionError):
+        return _RAISED_IN_WORKER not in str(exc)
+    return False
 
 
 class HotsetLoader(Checkpoints):
@@ -764,7 +782,7 @@ class HotsetLoader(Checkpoints):
         except StopIteration:
             return None
         except BaseException as exc:
-            if not isinstance(exc, RuntimeError) or not _WORKER_DIED.search(str(exc)):
+            if not (self.num_workers and _worker_died(exc)):
                 self._renew_kept_workers()
                 raise
             # The worker may have died holding the cache-write turn: abandon
