@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hotset.bench.results import render_readme, write_result
+from hotset.bench.results import render_readme, write_result, write_result_file
 
 
 def test_write_result_records_command_and_regenerates_readme(tmp_path: Path) -> None:
@@ -28,3 +28,28 @@ def test_readme_lists_every_suite_in_name_order(tmp_path: Path) -> None:
     text = render_readme(root=tmp_path).read_text()
     assert text.index("## alpha") < text.index("## zeta")
     assert not list((tmp_path / "benchmarks" / "results").glob(".*.tmp"))
+
+
+def test_every_committed_result_renders(tmp_path: Path) -> None:
+    """A result file without the keys the README needs broke every later ``hotset
+    bench`` run (it regenerates the README from all of them)."""
+    committed = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    for path in committed.glob("*.json"):
+        (results / path.name).write_bytes(path.read_bytes())
+    text = render_readme(root=tmp_path).read_text()
+    for path in committed.glob("*.json"):
+        doc = json.loads(path.read_text())
+        assert {"suite", "command", "date", "result"} <= doc.keys(), path.name
+        assert f"Raw: [results/{path.name}]" in text
+
+
+def test_a_script_naming_its_file_writes_a_result_that_renders(tmp_path: Path) -> None:
+    path = tmp_path / "benchmarks" / "results" / "quiver-mask.json"
+    path.parent.mkdir(parents=True)
+    write_result_file(path, "quiver-mask", {"results": []}, "python -m x")
+    assert json.loads(path.read_text())["suite"] == "quiver-mask"
+    assert "## quiver-mask" in (tmp_path / "benchmarks" / "README.md").read_text()
+    elsewhere = write_result_file(tmp_path / "out.json", "quiver-mask", {}, "python -m x")
+    assert json.loads(elsewhere.read_text())["command"] == "python -m x"

@@ -30,6 +30,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from hotset.bench.results import write_result_file
 from hotset.errors import HotsetError
 
 _KEYS = (
@@ -167,20 +168,15 @@ def main(argv: list[str] | None = None) -> None:
                 rows = run(root, kind=kind, mask=mask, workers=args.workers, seed=args.seed)
                 results.append({"scenario": kind, "mask_failures": mask, "epochs": rows})
                 print(kind, mask, json.dumps(rows))
-    args.out.write_text(
-        json.dumps(
-            {
-                "command": "python -m hotset.bench.quiver_mask "
-                f"{args.out} --n {args.n} --workers {args.workers} --seed {args.seed}",
-                "setup": f"quiver, {args.n} 8x8 PNGs packed 8 a chunk, cache 20%, batch 16, "
-                f"{args.workers} workers, one local redis-server; fault after epoch 1's "
-                "first batch",
-                "results": results,
-            },
-            indent=2,
-        )
-        + "\n"
+    command = (
+        f"python -m hotset.bench.quiver_mask {args.out} --n {args.n} "
+        f"--workers {args.workers} --seed {args.seed}"
     )
+    setup = (
+        f"quiver, {args.n} 8x8 PNGs packed 8 a chunk, cache 20%, batch 16, "
+        f"{args.workers} workers, one local redis-server; fault after epoch 1's first batch"
+    )
+    write_result_file(args.out, "quiver-mask", {"setup": setup, "results": results}, command)
 
 
 if __name__ == "__main__":

@@ -108,6 +108,27 @@ def write_result(
     return path
 
 
+def write_result_file(path: Path, suite: str, result: Any, command: str) -> Path:
+    """Write a result to ``path`` as :func:`write_result` does (``suite``, ``command``,
+    ``date``, ``machine``, ``result``), for a script that names its output file; the
+    README is regenerated when ``path`` is a checkout's ``benchmarks/results/<suite>.json``,
+    so that every result there renders."""
+    path = Path(path)
+    if path.parent.name == "results" and path.parent.parent.name == "benchmarks":
+        root = path.parent.parent.parent
+        if path.name == f"{suite}.json":
+            return write_result(suite, result, root=root, command=command)
+    doc = {
+        "suite": suite,
+        "command": command,
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine(),
+        "result": result,
+    }
+    atomic_write(path, json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    return path
+
+
 def _table(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
