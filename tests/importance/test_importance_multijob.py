@@ -18,9 +18,7 @@ from hotset.importance.multijob import (
     relative_importance,
 )
 
-scores = st.lists(
-    st.floats(min_value=0.0, max_value=1e6, allow_nan=False), min_size=2, max_size=60
-)
+scores = st.lists(st.floats(min_value=0.0, max_value=1e6, allow_nan=False), min_size=2, max_size=60)
 
 
 def _order(values: np.ndarray) -> list[int]:
@@ -80,7 +78,7 @@ def test_eligible_is_strictly_above_the_threshold() -> None:
         with pytest.raises(HotsetError, match="threshold"):
             eligible(2.0, threshold=bad)  # type: ignore[arg-type]
     for bad_benefit in (0.0, -1.0, math.nan, math.inf):
-        with pytest.raises(HotsetError, match="'A'.*benefit"):
+        with pytest.raises(HotsetError, match=r"'A'.*benefit"):
             eligible(bad_benefit, job="A")
 
 
