@@ -92,7 +92,10 @@ def test_aiv_is_the_benefit_weighted_sum_over_eligible_jobs() -> None:
 
 
 def test_aiv_is_none_when_no_job_is_eligible() -> None:
-    jobs = [JobImportance.from_scores("A", 1.5, [1.0, 2.0]), JobImportance("B", 1.0, [0.0, 1.0])]
+    jobs = [
+        JobImportance.from_scores("A", 1.5, [1.0, 2.0]),
+        JobImportance("B", 1.0, np.array([0.0, 1.0])),
+    ]
     assert adjusted_importance(jobs) is None
     assert adjusted_importance([]) is None
     assert adjusted_importance(jobs, threshold=1.0) is not None  # A (1.5 > 1.0) counts then
@@ -147,4 +150,5 @@ def test_an_ineligible_job_changes_nothing(
     with_c, without = adjusted_importance([c, a, b]), adjusted_importance([a, b])
     assert with_c is not None and without is not None
     assert np.array_equal(with_c, without)
-    assert np.array_equal(adjusted_importance([b, a]), without)  # the jobs' order: no matter
+    swapped = adjusted_importance([b, a])
+    assert swapped is not None and np.array_equal(swapped, without)  # the jobs' order: no matter
