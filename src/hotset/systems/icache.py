@@ -28,6 +28,8 @@ from typing import Any
 from hotset.engine.budget import Budget
 from hotset.engine.packages import PACKAGE_BYTES
 from hotset.engine.policy import Policy
+from hotset.errors import HotsetError
+from hotset.importance.multijob import ELIGIBLE_ABOVE
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.icache import H_SHARE, H_START, ICache
@@ -50,6 +52,9 @@ DEFAULTS: dict[str, Any] = {
     #: the authors' rules hotset leaves off by default (docs/systems/icache.md)
     "full_fill": False,
     "l_floor": False,
+    #: §III-D: key the cache by the adjusted importance of the jobs sharing it
+    "multijob": False,
+    "eligible_above": ELIGIBLE_ABOVE,
 }
 
 
@@ -95,6 +100,8 @@ def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
             "lookahead": opts["lookahead"],
             "full_fill": opts["full_fill"],
             "full_epoch": sampler.is_full_epoch,
+            "multijob": opts["multijob"],
+            "eligible_above": opts["eligible_above"],
         } | fixed
         if packaging is None:
             return ICache(budget, seed=seed, **given)
@@ -111,6 +118,13 @@ def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
     return make
 
 
+def _lru(budget: Budget, _n: int, seed: int, opts: dict[str, Any], _s: IISSampler) -> Policy:
+    """IIS's LRU cache: no heap, so nothing for the jobs' importance to key."""
+    if opts["multijob"]:
+        raise HotsetError("icache_iis_lru: multijob needs an importance heap; use icache")
+    return make_policy("lru", budget, seed=seed)
+
+
 SPECS: list[SystemSpec] = [
     SystemSpec(
         "icache",
@@ -123,7 +137,7 @@ SPECS: list[SystemSpec] = [
         "icache_iis_lru",
         "iCACHE ablation: IIS sampling alone, LRU cache",
         "iCACHE HPCA'23 §V (IIS only)",
-        _system("icache_iis_lru", lambda b, _n, s, _o, _s: make_policy("lru", b, seed=s)),
+        _system("icache_iis_lru", _lru),
     ),
     SystemSpec(
         "icache_h",
@@ -166,6 +180,15 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
     "l_floor": (
         "bool",
         "the L-cache never shrinks below one package (min(package_bytes, half the budget))",
+    ),
+    "multijob": (
+        "bool",
+        "key the cache by the adjusted importance (AIV) of the jobs sharing it, given "
+        "with update_jobs() (§III-D)",
+    ),
+    "eligible_above": (
+        "number",
+        "a job counts in the AIV when its benefit T_cacheless / T_cache is above this",
     ),
 }
 OPTIONS: dict[str, tuple[SystemOption, ...]] = {
