@@ -43,10 +43,12 @@ def run(
     for scheme in schemes:
         if scheme not in SCHEMES:
             raise HotsetError(f"bench icachejobs: scheme must be one of {SCHEMES}, got {scheme!r}")
-    table: list[dict[str, Any]] = []
-    for frac in cache_fracs:
-        one = replace(setup, cache_frac=frac)
+    setups = [replace(setup, cache_frac=frac) for frac in cache_fracs]
+    for one in setups:  # every bad value fails before any work
         one.check()
+    table: list[dict[str, Any]] = []
+    for one in setups:
+        frac = one.cache_frac
         for scheme in schemes:
             rows = run_scheme(one, scheme)
             table += rows
