@@ -136,19 +136,20 @@ def _decisions(run: list[list[BatchPlan]]) -> list[list[list[int]]]:
 
 def test_multijob_without_jobs_decides_as_the_default_icache() -> None:
     default = _run(_build(), range(8), peers=False)
-    assert _decisions(_run(_build(",multijob=true"), range(8), peers=False)) == _decisions(default)
+    alone = _run(_build(",multijob=true,benefit_probe=0"), range(8), peers=False)
+    assert _decisions(alone) == _decisions(default)
     assert "multijob" not in _build().policy.state_dict()  # the default state is unchanged
 
 
 def test_the_peers_change_the_decisions_and_resume_exactly_from_json_state() -> None:
-    alone = _run(_build(",multijob=true"), range(8), peers=False)
-    want = _run(_build(",multijob=true"), range(8), peers=True)
+    alone = _run(_build(",multijob=true,benefit_probe=0"), range(8), peers=False)
+    want = _run(_build(",multijob=true,benefit_probe=0"), range(8), peers=True)
     assert _decisions(want) != _decisions(alone)
-    first = _build(",multijob=true")
+    first = _build(",multijob=true,benefit_probe=0")
     got = _run(first, range(5), peers=True)
     state = json.loads(json.dumps(system_state(first), default=_plain))
     assert state["policy"]["multijob"]["jobs"][1]["job"] == "peer"
-    resumed = _build(",multijob=true")
+    resumed = _build(",multijob=true,benefit_probe=0")
     load_system_state(resumed, state)
     got += _run(resumed, range(5, 8), peers=True)
     assert _decisions(got) == _decisions(want)
@@ -183,3 +184,39 @@ def test_bad_multijob_options_and_calls_name_the_value() -> None:
         p.update_jobs([JobImportance.from_scores("A", 2.0, np.ones(4))])
     with pytest.raises(HotsetError, match="state: missing 'multijob'"):
         _heap(2, multijob=True).load_state_dict(_heap(2).state_dict())
+
+
+def test_the_benefit_probe_plans_each_epochs_first_batches_without_the_cache() -> None:
+    """``benefit_probe=2``: batches 0 and 1 of every epoch read everything from storage
+    and change nothing cached (T_cacheless), the rest use the cache (T_cache)."""
+    run = _run(_build(",multijob=true,benefit_probe=2"), range(7), peers=True)
+    for epoch in run:
+        for plan in epoch[:2]:
+            assert (plan.outcomes == Outcome.MISS).all()
+            assert len(plan.admitted) == 0 and len(plan.evicted) == 0
+        assert len(epoch[0].unit_reads) == 0  # no package loaded after a probe batch
+    later = [p for epoch in run[1:] for p in epoch[2:]]
+    assert any((p.outcomes == Outcome.HIT).any() for p in later)
+    # without multijob the probe is off: the same option changes nothing
+    plain = _run(_build(",benefit_probe=2"), range(7), peers=False)
+    assert _decisions(plain) == _decisions(_run(_build(), range(7), peers=False))
+
+
+def test_a_resume_mid_probe_plans_the_rest_of_the_probe() -> None:
+    def fresh() -> ICache:
+        return _heap(3, multijob=True, probe_requests=4)
+
+    p = fresh()
+    p.update_importance(np.array([5.0, 1.0, 3.0, 0.5, 9.0, 2.0]))
+    p.begin_epoch(1)
+    assert [p.access(s).outcome for s in (0, 1)] == [Outcome.MISS, Outcome.MISS]
+    q = fresh()
+    q.load_state_dict(json.loads(json.dumps(p.state_dict(), default=_plain)))
+    rest = (2, 3, 0, 4, 5, 0)  # two more probe requests, then the cache
+    got_p = [p.access(s) for s in rest]
+    got_q = [q.access(s) for s in rest]
+    assert got_p == got_q
+    assert [d.admitted for d in got_p[:2]] == [False, False]  # still probing
+    assert got_p[2].admitted and got_p[5].outcome is Outcome.HIT
+    with pytest.raises(HotsetError, match="benefit_probe must be a number of mini-batches"):
+        _build(",multijob=true,benefit_probe=1")

@@ -50,6 +50,8 @@ FloatArray = npt.NDArray[np.float64]
 
 #: the paper's cache-eligibility threshold on ``Ratio_benefit`` (§III-D)
 ELIGIBLE_ABOVE = 1.5
+#: the paper's benefit probe: 20 mini-batches without the cache, then 20 with it
+BENEFIT_PROBE = 20
 
 
 def check_threshold(value: object) -> float:

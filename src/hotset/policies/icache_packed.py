@@ -88,6 +88,7 @@ class PackedICache(ICache):
         l_floor: bool = False,
         multijob: bool = False,
         eligible_above: float = ELIGIBLE_ABOVE,
+        probe_requests: int = 0,
     ) -> None:
         super().__init__(
             budget,
@@ -101,6 +102,7 @@ class PackedICache(ICache):
             full_epoch=full_epoch,
             multijob=multijob,
             eligible_above=eligible_above,
+            probe_requests=probe_requests,
         )
         if not isinstance(l_floor, bool):
             raise HotsetError(f"icache: l_floor must be True or False, got {l_floor!r}")
@@ -174,7 +176,10 @@ class PackedICache(ICache):
 
     def background(self) -> Background:
         """The loading step after a batch (and the packing step ahead of it)."""
-        if self._hot is None or self.filling:
+        # the benefit probe loads nothing either, not even after its last batch: that
+        # batch's plan would read the package, and its time is T_cacheless
+        in_probe = self.probe_requests and self._requests <= self.probe_requests
+        if self._hot is None or self.filling or in_probe:
             return Background()
         packs: list[int] = []
         loads: list[Load] = []

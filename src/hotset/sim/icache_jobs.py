@@ -42,7 +42,7 @@ from hotset.engine.budget import Budget
 from hotset.engine.outcome import Outcome
 from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
-from hotset.importance.multijob import ELIGIBLE_ABOVE, JobImportance
+from hotset.importance.multijob import BENEFIT_PROBE, ELIGIBLE_ABOVE, JobImportance
 from hotset.importance.table import ImportanceTable
 from hotset.policies.icache import ICache
 from hotset.policies.quiver_placement import probe_result
@@ -53,7 +53,7 @@ from hotset.sim.losses import SyntheticLosses
 
 SCHEMES = ("default", "inda", "indb", "icache")
 #: the paper's benefit probe: 20 mini-batches without the cache, then 20 with it
-PROBE = 20
+PROBE = BENEFIT_PROBE
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from hotset.engine.budget import Budget
 from hotset.engine.packages import PACKAGE_BYTES
 from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
-from hotset.importance.multijob import ELIGIBLE_ABOVE
+from hotset.importance.multijob import BENEFIT_PROBE, ELIGIBLE_ABOVE
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.icache import H_SHARE, H_START, ICache
@@ -55,10 +55,24 @@ DEFAULTS: dict[str, Any] = {
     #: §III-D: key the cache by the adjusted importance of the jobs sharing it
     "multijob": False,
     "eligible_above": ELIGIBLE_ABOVE,
+    #: §III-D: mini-batches read without the cache, then as many with it, per epoch
+    "benefit_probe": BENEFIT_PROBE,
 }
 
 
-Cache = Callable[[Budget, int, int, dict[str, Any], IISSampler], Policy]
+Cache = Callable[[Budget, int, int, dict[str, Any], IISSampler, int], Policy]
+
+
+def _probe_requests(opts: dict[str, Any], batch_size: int) -> int:
+    """The requests of each epoch planned without the cache: ``benefit_probe``
+    mini-batches under ``multijob`` (§III-D's T_cacheless), none otherwise."""
+    probe = opts["benefit_probe"]
+    if isinstance(probe, bool) or not isinstance(probe, int) or probe < 0 or probe == 1:
+        raise HotsetError(
+            f"icache: benefit_probe must be a number of mini-batches >= 2 (the paper's: "
+            f"{BENEFIT_PROBE}), or 0 (no probe: no benefit measured), got {probe!r}"
+        )
+    return probe * batch_size if opts["multijob"] else 0
 
 
 def _system(name: str, cache: Cache) -> Callable[..., System]:
@@ -77,7 +91,7 @@ def _system(name: str, cache: Cache) -> Callable[..., System]:
         return System(
             name=name,
             sampler=sampler,
-            policy=cache(budget, n, seed, opts, sampler),
+            policy=cache(budget, n, seed, opts, sampler, batch_size),
             table=ImportanceTable(n),
             scorer=LossScorer(),
             options={"batch_size": batch_size, **opts},
@@ -92,7 +106,12 @@ def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
     """An iCACHE cache; ``packaging=None``: the H-cache alone (no L traffic to pack)."""
 
     def make(
-        budget: Budget, n: int, seed: int, opts: dict[str, Any], sampler: IISSampler
+        budget: Budget,
+        n: int,
+        seed: int,
+        opts: dict[str, Any],
+        sampler: IISSampler,
+        batch_size: int,
     ) -> Policy:
         given = {
             "h_share": opts["h_share"],
@@ -102,6 +121,7 @@ def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
             "full_epoch": sampler.is_full_epoch,
             "multijob": opts["multijob"],
             "eligible_above": opts["eligible_above"],
+            "probe_requests": _probe_requests(opts, batch_size),
         } | fixed
         if packaging is None:
             return ICache(budget, seed=seed, **given)
@@ -118,7 +138,9 @@ def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
     return make
 
 
-def _lru(budget: Budget, _n: int, seed: int, opts: dict[str, Any], _s: IISSampler) -> Policy:
+def _lru(
+    budget: Budget, _n: int, seed: int, opts: dict[str, Any], _s: IISSampler, _b: int
+) -> Policy:
     """IIS's LRU cache: no heap, so nothing for the jobs' importance to key."""
     if opts["multijob"]:
         raise HotsetError("icache_iis_lru: multijob needs an importance heap; use icache")
@@ -189,6 +211,11 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
     "eligible_above": (
         "number",
         "a job counts in the AIV when its benefit T_cacheless / T_cache is above this",
+    ),
+    "benefit_probe": (
+        "int",
+        "under multijob, each epoch's first N mini-batches skip the cache, the next N use "
+        "it: the job's benefit is their time ratio",
     ),
 }
 OPTIONS: dict[str, tuple[SystemOption, ...]] = {
