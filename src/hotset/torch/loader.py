@@ -171,6 +171,7 @@ class HotsetLoader(Checkpoints):
         self._worker_init = parts.worker_init
         self._dataloader: DataLoader[Any] | None = parts.dataloader
         self._cycle = parts.cycle
+        self._jobs = parts.jobs
         self._new_dataloader = parts.new_dataloader
         self._sampler = parts.sampler
         #: iter() calls on ``_dataloader``: after the first, kept workers are reseeded
@@ -489,6 +490,8 @@ class HotsetLoader(Checkpoints):
         self._fetcher.close()
         if self._cycle is not None:  # done with its chunks: the jobs still running need room
             self._cycle.leave(self.cache, self._fetcher.key_of)
+        if self._jobs is not None:
+            self._jobs.leave()
         if self.cache is not None:
             assert self._session is not None
             self._session.close()  # a private namespace is dropped, a shared one kept
@@ -523,6 +526,8 @@ class HotsetLoader(Checkpoints):
                 )
         if self._cycle is not None:  # where the shared chunk cycle is: part of the state
             self._cycle.join()
+        if self._jobs is not None:  # the jobs' benefit and RIV (§III-D): part of the state
+            self._jobs.exchange(self._batch_seconds)  # still the last epoch's times
         # after the evaluation: a resumed epoch restores its losses and draws the same order
         self._start_state = system_state(self.system)
         self._planner.begin(epoch, rank=self.rank, world_size=self.world_size)
