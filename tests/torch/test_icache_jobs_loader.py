@@ -78,3 +78,57 @@ def test_two_job_processes_key_their_caches_by_both_jobs(
         assert [s["multijob_jobs"] for s in later[1:]] == [2] * (EPOCHS - 2)
     # each job left the namespace when its loader closed: nothing stays behind
     assert redis_server.client().hgetall(got[0]["key"]) == {}
+
+
+def _train(loader: Any, it: Any, hard: np.ndarray, batches: int | None = None) -> list[int]:
+    import torch
+
+    out: list[int] = []
+    for i, (_, _, ids, _) in enumerate(it):
+        out += ids.tolist()
+        loader.update(ids, torch.from_numpy(hard[ids.numpy()]))
+        if batches is not None and i + 1 == batches:
+            break
+    return out
+
+
+def test_the_jobs_snapshot_is_saved_and_a_resume_does_not_ask_again(
+    dataset_dir: Path, redis_url: str
+) -> None:
+    """The other jobs' entries are read at the epoch boundary into the policy's state: a
+    job resumed after the namespace changed makes the decisions the interrupted one made."""
+    import hotset
+    from hotset.cachestore.job_importance import SharedJobs
+    from hotset.cachestore.redis_store import RedisCache
+
+    def make() -> Any:
+        return hotset.loader(
+            hotset.open_dataset(dataset_dir, decode="bytes"), system=SPEC, cache=redis_url, cache_bytes=0.5,
+            namespace="resume", batch_size=BATCH, seed=7,
+        )  # fmt: skip
+
+    n = 200
+    peer = SharedJobs(RedisCache(redis_url, namespace="resume@x", capacity_bytes=1000), "peer")
+    job, again = make(), make()
+    peer.key = job._jobs.shared.key  # the namespace's own hash (its data set identity)
+    hard = np.random.default_rng(0).random(n) + 0.1
+    try:
+        peer.publish(9.0, np.linspace(0.0, 1.0, n))  # an eligible job that ranks by id
+        job.set_epoch(0)
+        _train(job, iter(job), hard)
+        job.set_epoch(1)
+        it = iter(job)
+        _train(job, it, hard, 3)  # epoch 0 closed: the peer's entry is in the keys now
+        assert job.policy_summary()["multijob_keys"] == "aiv"
+        assert "peer" in job.policy_summary()["multijob_eligible"]
+        state = job.state_dict()
+        rest = _train(job, it, hard)
+        peer.publish(9.0, np.linspace(1.0, 0.0, n))  # the namespace changes meanwhile
+        again.load_state_dict(state)
+        assert _train(again, iter(again), hard) == rest
+        assert (
+            again.policy_summary()["multijob_eligible"] == job.policy_summary()["multijob_eligible"]
+        )
+    finally:
+        job.close()
+        again.close()

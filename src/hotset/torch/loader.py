@@ -526,8 +526,6 @@ class HotsetLoader(Checkpoints):
                 )
         if self._cycle is not None:  # where the shared chunk cycle is: part of the state
             self._cycle.join()
-        if self._jobs is not None:  # the jobs' benefit and RIV (§III-D): part of the state
-            self._jobs.exchange(self._batch_seconds)  # still the last epoch's times
         # after the evaluation: a resumed epoch restores its losses and draws the same order
         self._start_state = system_state(self.system)
         self._planner.begin(epoch, rank=self.rank, world_size=self.world_size)
@@ -552,6 +550,10 @@ class HotsetLoader(Checkpoints):
                 "(lru, minio, pytorch)"
             )
         self._finish_epoch()
+        if self._jobs is not None:  # §III-D: the jobs' benefit and RIV, at the boundary
+            # timed from the epoch's first batch, or not at all (resumed mid-epoch)
+            whole = len(self._batch_seconds) == self._yielded
+            self._jobs.exchange(self._batch_seconds if whole else [])
         if self._current is not None:
             self._current.coverage = self._coverage.close_epoch()
             self._history.append(self._current)
