@@ -1,4 +1,4 @@
-"""iCACHE (HPCA'23 §III-A–C) and the ablations the paper evaluates.
+"""iCACHE (HPCA'23 §III-A–D) and the ablations the paper evaluates.
 
 ===================  =====================================================================
 ``icache``           IIS sampler (raw-loss importance) + H-cache (min-heap) / L-cache (subst.)
@@ -7,6 +7,11 @@
 ``icache_st_hc``     as ``icache``, but an L miss is substituted by an H resident
 ``icache_static_pack`` as ``icache``, but the L-cache loads fixed packages made once
 ===================  =====================================================================
+
+``icache[multijob=true]`` (§III-D) keys the cache by the adjusted importance of
+the jobs sharing it (:mod:`hotset.policies.icache_multijob`); on a Redis namespace
+several jobs join, the loader probes, publishes and reads their benefit and RIV
+(:mod:`hotset.torch.jobslink`).
 
 Every icache system but ``icache_iis_lru`` holds H residents the epoch still
 plans out of the heap (``lookahead``, beyond the paper);
@@ -152,7 +157,7 @@ SPECS: list[SystemSpec] = [
         "icache",
         "iCACHE: IIS sampling (loss percentile^0.33), H min-heap cache + L cache loaded from "
         "dynamic packages, served by substitution",
-        "iCACHE HPCA'23 §III-A–C",
+        "iCACHE HPCA'23 §III-A–D",
         _system("icache", _icache()),
     ),
     SystemSpec(
