@@ -117,6 +117,8 @@ class _Job:
     batch: int = 0
     batch_seconds: list[float] = field(default_factory=list)
     benefit: float | None = None
+    #: what the job published at its last epoch end (``icache``): the cache's input
+    published: JobImportance | None = None
     epochs: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, float] = field(default_factory=dict)
 
@@ -201,11 +203,10 @@ def _measure(setup: Setup, job: _Job) -> None:
 def _publish(setup: Setup, jobs: list[_Job], cache: Policy, scheme: str, who: _Job) -> None:
     """``who`` finished an epoch: the cache gets the keys its scheme uses."""
     if scheme == "icache":
-        snaps = [
-            JobImportance.from_scores(j.model.name, j.benefit, j.table.snapshot().losses)
-            for j in jobs
-            if j.benefit is not None
-        ]
+        if who.benefit is not None:  # what it measured this epoch, and its losses now
+            losses = who.table.snapshot().losses
+            who.published = JobImportance.from_scores(who.model.name, who.benefit, losses)
+        snaps = [j.published for j in jobs if j.published is not None]
         cache.update_jobs(snaps)  # type: ignore[attr-defined]
     elif scheme in ("inda", "indb"):
         owner = jobs[0] if scheme == "inda" else jobs[1]
