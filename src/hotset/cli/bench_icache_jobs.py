@@ -30,6 +30,13 @@ from hotset.cli.bench import finish, name_option, root_option
     show_default=True,
     help="A job's benefit must exceed this for its importance to count.",
 )
+@click.option(
+    "--correlation",
+    type=click.FloatRange(min=-1.0, max=1.0),
+    default=0.3,
+    show_default=True,
+    help="How alike the two jobs find samples hard (their difficulties, in log space).",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @name_option("icachejobs")
@@ -42,6 +49,7 @@ def command(
     batch_size: int,
     probe: int,
     eligible_above: float,
+    correlation: float,
     seed: int,
     progress: bool,
     name: str,
@@ -59,6 +67,7 @@ def command(
         batch_size=batch_size,
         probe=probe,
         threshold=eligible_above,
+        correlation=correlation,
         seed=seed,
     )
     result = run(
