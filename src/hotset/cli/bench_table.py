@@ -171,6 +171,18 @@ SUITE_COLUMNS: dict[str, list[Column]] = {
         ("rho_z", "epoch_rank_corr_z"),
         ("label_adj/unif", "label_adjacency_vs_uniform"),
     ],
+    "icachejobs": [
+        ("cache", "cache_frac"),
+        ("scheme", "scheme"),
+        ("job", "job"),
+        ("epoch_s", "epoch_seconds"),
+        ("vs_default", "vs_default"),
+        ("hit", "hit_ratio"),
+        ("hit_cached", "hit_ratio_cached_batches"),
+        ("coverage", "coverage"),
+        ("MB/ep", "mb_read_per_epoch"),
+        ("benefit", "benefit_last"),
+    ],
 }
 #: columns whose text is cut to WIDE_CELL characters
 WIDE_KEYS = frozenset({"detail", "other"})

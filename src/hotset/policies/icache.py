@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -73,7 +73,9 @@ from hotset.engine.capabilities import Capabilities
 from hotset.engine.outcome import Decision, Outcome
 from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
+from hotset.importance.multijob import ELIGIBLE_ABOVE, JobImportance, check_threshold
 from hotset.policies.app import check_sid
+from hotset.policies.icache_multijob import JobKeys
 from hotset.policies.shade_variants import IndexedSet
 
 #: the authors' constants (DESIGN.md "Faithful details")
@@ -107,6 +109,9 @@ class ICache(Policy):
         lookahead: bool = True,
         full_fill: bool = False,
         full_epoch: Callable[[int], bool] | None = None,
+        multijob: bool = False,
+        eligible_above: float = ELIGIBLE_ABOVE,
+        probe_requests: int = 0,
     ) -> None:
         super().__init__(budget, seed=seed)
         self.h_share = _share("h_share", h_share)
@@ -123,6 +128,18 @@ class ICache(Policy):
             raise HotsetError("icache: full_fill needs full_epoch, the sampler's full-epoch rule")
         self.full_fill = full_fill
         self.full_epoch = full_epoch
+        if not isinstance(multijob, bool):
+            raise HotsetError(f"icache: multijob must be True or False, got {multijob!r}")
+        #: §III-D: keyed by the adjusted importance of the jobs sharing the cache
+        threshold = check_threshold(eligible_above)  # checked even when multijob is off
+        self.multijob = JobKeys(threshold=threshold) if multijob else None
+        bad = isinstance(probe_requests, bool) or not isinstance(probe_requests, int)
+        if bad or probe_requests < 0:
+            raise HotsetError(f"icache: probe_requests must be an int >= 0, got {probe_requests!r}")
+        #: §III-D's benefit probe: the first requests of each epoch are planned as reads
+        #: from storage (nothing looked up, nothing admitted), so a driver can time them
+        self.probe_requests = probe_requests
+        self._requests = 0  # requests planned this epoch (for the probe)
         #: this epoch fills without eviction (``full_fill`` and a full epoch)
         self.filling = False
         self.substitute_to = substitute_to
@@ -260,6 +277,7 @@ class ICache(Policy):
         if floor := self._l_floor():  # l_floor (PackedICache): never below one package
             self.cap_h = min(self.cap_h, self.total - floor)
         self.f_h = self.f_l = 0
+        self._requests = 0
         self._unserved_l = IndexedSet(self._l.items())
         self._unserved_h = IndexedSet(sorted(self._h))
 
@@ -290,8 +308,31 @@ class ICache(Policy):
         return set(ids[order[:top]].tolist())
 
     def update_importance(self, scores: npt.NDArray[np.float64], version: int = 0) -> None:
-        """Build the shadow heap: the H residents keyed by the new snapshot."""
-        self._next = np.asarray(scores, dtype=np.float64).copy()
+        """Build the shadow heap: the H residents keyed by the new snapshot (under
+        ``multijob``, by the jobs' adjusted importance when one job is eligible)."""
+        if self.multijob is not None:
+            self.multijob.set_own(scores)
+            self._rekey()
+            return
+        self._shadow_from(np.asarray(scores, dtype=np.float64).copy())
+
+    def update_jobs(self, jobs: Sequence[JobImportance]) -> None:
+        """The published (benefit, RIV) of every job sharing the cache (§III-D), an
+        input at an epoch boundary as the importance snapshot is: the shadow heap is
+        re-keyed by their AIV and swapped in at the next epoch's start."""
+        if self.multijob is None:
+            raise HotsetError("icache: update_jobs() needs icache[multijob=true]")
+        self.multijob.set_jobs(jobs)
+        self._rekey()
+
+    def _rekey(self) -> None:
+        assert self.multijob is not None
+        keys = self.multijob.keys()
+        if keys is not None:
+            self._shadow_from(keys.copy())
+
+    def _shadow_from(self, snapshot: npt.NDArray[np.float64]) -> None:
+        self._next = snapshot
         keyed = [(0.0 if np.isnan(self._next[s]) else float(self._next[s]), s) for s in self._h]
         heapq.heapify(keyed)
         self._shadow = keyed
@@ -299,9 +340,17 @@ class ICache(Policy):
     def is_h(self, sid: int) -> bool:
         return self._hot is None or sid in self._hot
 
+    def probing(self) -> bool:
+        """Whether the next request is one of the epoch's probe requests (no cache)."""
+        return self._requests < self.probe_requests
+
     def access(self, sid: int) -> Decision:
         sid = check_sid(sid)
         self._release(sid)
+        if self.probing():  # the benefit probe: read from storage, the cache untouched
+            self._requests += 1
+            return Decision(sid, Outcome.MISS, sid)
+        self._requests += 1
         hot = self.is_h(sid)
         if hot:
             self.f_h += 1
@@ -383,26 +432,30 @@ class ICache(Policy):
             return None if a is None else [float(x) for x in a]
 
         shadow = self._shadow
-        return {
-            "h_ids": list(self._h),
-            "h_keys": list(self._h.values()),
-            "l": self._l.items(),
-            "unserved_l": self._unserved_l.items(),
-            "unserved_h": self._unserved_h.items(),
-            "pending": None if self._pending is None else sorted(self._pending),
-            "scores": arr(self._scores),
-            "next": arr(self._next),
-            "shadow_keys": None if shadow is None else [k for k, _ in shadow],
-            "shadow_ids": None if shadow is None else [s for _, s in shadow],
-            "hot": None if self._hot is None else sorted(self._hot),
-            "cap_h": self.cap_h,
-            "f": [self.f_h, self.f_l],
-            "missed": list(self.missed),
-            "used": [self.used_bytes, self.used_items, self.used_h, self.used_l],
-            "rng": self._rng.bit_generator.state,
-            "epoch": self.epoch,
-            "filling": self.filling,
-        }
+        return (
+            {
+                "h_ids": list(self._h),
+                "h_keys": list(self._h.values()),
+                "l": self._l.items(),
+                "unserved_l": self._unserved_l.items(),
+                "unserved_h": self._unserved_h.items(),
+                "pending": None if self._pending is None else sorted(self._pending),
+                "scores": arr(self._scores),
+                "next": arr(self._next),
+                "shadow_keys": None if shadow is None else [k for k, _ in shadow],
+                "shadow_ids": None if shadow is None else [s for _, s in shadow],
+                "hot": None if self._hot is None else sorted(self._hot),
+                "cap_h": self.cap_h,
+                "f": [self.f_h, self.f_l],
+                "missed": list(self.missed),
+                "used": [self.used_bytes, self.used_items, self.used_h, self.used_l],
+                "rng": self._rng.bit_generator.state,
+                "epoch": self.epoch,
+                "filling": self.filling,
+            }
+            | ({} if self.multijob is None else {"multijob": self.multijob.state()})
+            | ({"requests": self._requests} if self.probe_requests else {})
+        )
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict`, or the pairs (``h``, ``shadow``) states held before."""
@@ -435,6 +488,14 @@ class ICache(Policy):
         self._rng.bit_generator.state = dict(state["rng"])
         self.epoch = int(state["epoch"])
         self.filling = bool(state.get("filling", False))
+        self._requests = int(state.get("requests", 0))
+        if self.multijob is not None:
+            if "multijob" not in state:
+                raise HotsetError("icache state: missing 'multijob' (saved without multijob)")
+            self.multijob.load_state(state["multijob"])
+
+    def summary(self) -> dict[str, Any]:
+        return {} if self.multijob is None else self.multijob.summary()
 
 
 def _columns(state: Mapping[str, Any]) -> Mapping[str, Any]:

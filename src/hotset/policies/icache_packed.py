@@ -56,6 +56,7 @@ from hotset.engine.outcome import Decision, Outcome
 from hotset.engine.packages import PACKAGE_BYTES, Background, Load
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
+from hotset.importance.multijob import ELIGIBLE_ABOVE
 from hotset.policies.icache import H_SHARE, H_START, ICache
 from hotset.policies.icache_packing import Packer
 
@@ -85,6 +86,9 @@ class PackedICache(ICache):
         full_fill: bool = False,
         full_epoch: Callable[[int], bool] | None = None,
         l_floor: bool = False,
+        multijob: bool = False,
+        eligible_above: float = ELIGIBLE_ABOVE,
+        probe_requests: int = 0,
     ) -> None:
         super().__init__(
             budget,
@@ -96,6 +100,9 @@ class PackedICache(ICache):
             lookahead=lookahead,
             full_fill=full_fill,
             full_epoch=full_epoch,
+            multijob=multijob,
+            eligible_above=eligible_above,
+            probe_requests=probe_requests,
         )
         if not isinstance(l_floor, bool):
             raise HotsetError(f"icache: l_floor must be True or False, got {l_floor!r}")
@@ -169,7 +176,10 @@ class PackedICache(ICache):
 
     def background(self) -> Background:
         """The loading step after a batch (and the packing step ahead of it)."""
-        if self._hot is None or self.filling:
+        # the benefit probe loads nothing either, not even after its last batch: that
+        # batch's plan would read the package, and its time is T_cacheless
+        in_probe = self.probe_requests and self._requests <= self.probe_requests
+        if self._hot is None or self.filling or in_probe:
             return Background()
         packs: list[int] = []
         loads: list[Load] = []
@@ -229,6 +239,7 @@ class PackedICache(ICache):
 
     def summary(self) -> dict[str, Any]:
         return {
+            **super().summary(),
             "packaging": "static" if self.packer.static else "dynamic",
             "packages": self.packer.packages.n_chunks,
             "package_bytes": self._target,

@@ -1,4 +1,4 @@
-"""iCACHE (HPCA'23 §III-A–C) and the ablations the paper evaluates.
+"""iCACHE (HPCA'23 §III-A–D) and the ablations the paper evaluates.
 
 ===================  =====================================================================
 ``icache``           IIS sampler (raw-loss importance) + H-cache (min-heap) / L-cache (subst.)
@@ -7,6 +7,11 @@
 ``icache_st_hc``     as ``icache``, but an L miss is substituted by an H resident
 ``icache_static_pack`` as ``icache``, but the L-cache loads fixed packages made once
 ===================  =====================================================================
+
+``icache[multijob=true]`` (§III-D) keys the cache by the adjusted importance of
+the jobs sharing it (:mod:`hotset.policies.icache_multijob`); on a Redis namespace
+several jobs join, the loader probes, publishes and reads their benefit and RIV
+(:mod:`hotset.torch.jobslink`).
 
 Every icache system but ``icache_iis_lru`` holds H residents the epoch still
 plans out of the heap (``lookahead``, beyond the paper);
@@ -28,6 +33,8 @@ from typing import Any
 from hotset.engine.budget import Budget
 from hotset.engine.packages import PACKAGE_BYTES
 from hotset.engine.policy import Policy
+from hotset.errors import HotsetError
+from hotset.importance.multijob import BENEFIT_PROBE, ELIGIBLE_ABOVE
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.icache import H_SHARE, H_START, ICache
@@ -50,10 +57,27 @@ DEFAULTS: dict[str, Any] = {
     #: the authors' rules hotset leaves off by default (docs/systems/icache.md)
     "full_fill": False,
     "l_floor": False,
+    #: §III-D: key the cache by the adjusted importance of the jobs sharing it
+    "multijob": False,
+    "eligible_above": ELIGIBLE_ABOVE,
+    #: §III-D: mini-batches read without the cache, then as many with it, per epoch
+    "benefit_probe": BENEFIT_PROBE,
 }
 
 
-Cache = Callable[[Budget, int, int, dict[str, Any], IISSampler], Policy]
+Cache = Callable[[Budget, int, int, dict[str, Any], IISSampler, int], Policy]
+
+
+def _probe_requests(opts: dict[str, Any], batch_size: int) -> int:
+    """The requests of each epoch planned without the cache: ``benefit_probe``
+    mini-batches under ``multijob`` (§III-D's T_cacheless), none otherwise."""
+    probe = opts["benefit_probe"]
+    if isinstance(probe, bool) or not isinstance(probe, int) or probe < 0 or probe == 1:
+        raise HotsetError(
+            f"icache: benefit_probe must be a number of mini-batches >= 2 (the paper's: "
+            f"{BENEFIT_PROBE}), or 0 (no probe: no benefit measured), got {probe!r}"
+        )
+    return probe * batch_size if opts["multijob"] else 0
 
 
 def _system(name: str, cache: Cache) -> Callable[..., System]:
@@ -72,7 +96,7 @@ def _system(name: str, cache: Cache) -> Callable[..., System]:
         return System(
             name=name,
             sampler=sampler,
-            policy=cache(budget, n, seed, opts, sampler),
+            policy=cache(budget, n, seed, opts, sampler, batch_size),
             table=ImportanceTable(n),
             scorer=LossScorer(),
             options={"batch_size": batch_size, **opts},
@@ -87,7 +111,12 @@ def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
     """An iCACHE cache; ``packaging=None``: the H-cache alone (no L traffic to pack)."""
 
     def make(
-        budget: Budget, n: int, seed: int, opts: dict[str, Any], sampler: IISSampler
+        budget: Budget,
+        n: int,
+        seed: int,
+        opts: dict[str, Any],
+        sampler: IISSampler,
+        batch_size: int,
     ) -> Policy:
         given = {
             "h_share": opts["h_share"],
@@ -95,6 +124,9 @@ def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
             "lookahead": opts["lookahead"],
             "full_fill": opts["full_fill"],
             "full_epoch": sampler.is_full_epoch,
+            "multijob": opts["multijob"],
+            "eligible_above": opts["eligible_above"],
+            "probe_requests": _probe_requests(opts, batch_size),
         } | fixed
         if packaging is None:
             return ICache(budget, seed=seed, **given)
@@ -111,19 +143,28 @@ def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
     return make
 
 
+def _lru(
+    budget: Budget, _n: int, seed: int, opts: dict[str, Any], _s: IISSampler, _b: int
+) -> Policy:
+    """IIS's LRU cache: no heap, so nothing for the jobs' importance to key."""
+    if opts["multijob"]:
+        raise HotsetError("icache_iis_lru: multijob needs an importance heap; use icache")
+    return make_policy("lru", budget, seed=seed)
+
+
 SPECS: list[SystemSpec] = [
     SystemSpec(
         "icache",
         "iCACHE: IIS sampling (loss percentile^0.33), H min-heap cache + L cache loaded from "
         "dynamic packages, served by substitution",
-        "iCACHE HPCA'23 §III-A–C",
+        "iCACHE HPCA'23 §III-A–D",
         _system("icache", _icache()),
     ),
     SystemSpec(
         "icache_iis_lru",
         "iCACHE ablation: IIS sampling alone, LRU cache",
         "iCACHE HPCA'23 §V (IIS only)",
-        _system("icache_iis_lru", lambda b, _n, s, _o, _s: make_policy("lru", b, seed=s)),
+        _system("icache_iis_lru", _lru),
     ),
     SystemSpec(
         "icache_h",
@@ -166,6 +207,20 @@ OPTION_DOCS: dict[str, tuple[str, str]] = {
     "l_floor": (
         "bool",
         "the L-cache never shrinks below one package (min(package_bytes, half the budget))",
+    ),
+    "multijob": (
+        "bool",
+        "key the cache by the adjusted importance (AIV) of the jobs sharing it, given "
+        "with update_jobs() (§III-D)",
+    ),
+    "eligible_above": (
+        "number",
+        "a job counts in the AIV when its benefit T_cacheless / T_cache is above this",
+    ),
+    "benefit_probe": (
+        "int",
+        "under multijob, each epoch's first N mini-batches skip the cache, the next N use "
+        "it: the job's benefit is their time ratio",
     ),
 }
 OPTIONS: dict[str, tuple[SystemOption, ...]] = {

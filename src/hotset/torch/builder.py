@@ -37,6 +37,7 @@ from torch.utils.data import DataLoader
 
 from hotset.cachestore.base import CacheStore
 from hotset.cachestore.chunk_refs import ChunkRefs
+from hotset.cachestore.job_importance import SharedJobs
 from hotset.cachestore.redaction import redact_spec_value
 from hotset.cachestore.redis_store import RedisCache
 from hotset.cachestore.session import CacheSession, check_share_backend
@@ -65,6 +66,7 @@ from hotset.torch.forksafe import (
     start_method_name,
     worker_start_method,
 )
+from hotset.torch.jobslink import JobsLink
 from hotset.torch.nodecache import node_share
 from hotset.torch.options import DEFAULT_CACHE, DEFAULT_READAHEAD_BYTES, LoaderOptions
 from hotset.torch.packing import PackingThread
@@ -124,6 +126,8 @@ class LoaderParts:
     new_dataloader: Callable[[], DataLoader[Any]]
     #: where a policy that joins a shared chunk cycle learns and tells where it is
     cycle: CycleLink | None = None
+    #: where iCACHE's multi-job keys learn the other jobs' benefit and RIV (§III-D)
+    jobs: JobsLink | None = None
 
 
 @dataclass
@@ -213,6 +217,7 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
         sampler=sampler,
         dataloader=new_dataloader(),
         new_dataloader=new_dataloader,
+        jobs=_jobs_link(plan, session, world_size),
         cycle=cycle,
     )
 
@@ -515,6 +520,17 @@ def _open_cache(
         # jobs sharing the namespace evict a group once all have released it
         cache = ChunkRefs(cache, groups.groups, force_after_s=groups.force_after_s)
     return session, cache
+
+
+def _jobs_link(plan: _Plan, session: CacheSession | None, world_size: int) -> JobsLink | None:
+    """``icache[multijob=true]`` alone on its ranks, on a namespace shared by jobs: its
+    link to the other jobs' benefit and RIV; None otherwise (it keys by its own)."""
+    if getattr(plan.system.policy, "multijob", None) is None or world_size != 1:
+        return None
+    if session is None or not session.shared or not isinstance(session.cache, RedisCache):
+        return None
+    shared = SharedJobs(session.cache, JobsLink.job_name())
+    return JobsLink(shared, plan.system, probe=int(plan.system.options["benefit_probe"]))
 
 
 def _cycle_link(plan: _Plan, session: CacheSession | None) -> CycleLink | None:

@@ -189,6 +189,7 @@ class HotsetLoader(Checkpoints):
         self._worker_init = parts.worker_init
         self._dataloader: DataLoader[Any] | None = parts.dataloader
         self._cycle = parts.cycle
+        self._jobs = parts.jobs
         self._new_dataloader = parts.new_dataloader
         self._sampler = parts.sampler
         #: iter() calls on ``_dataloader``: after the first, kept workers are reseeded
@@ -507,6 +508,8 @@ class HotsetLoader(Checkpoints):
         self._fetcher.close()
         if self._cycle is not None:  # done with its chunks: the jobs still running need room
             self._cycle.leave(self.cache, self._fetcher.key_of)
+        if self._jobs is not None:
+            self._jobs.leave()
         if self.cache is not None:
             assert self._session is not None
             self._session.close()  # a private namespace is dropped, a shared one kept
@@ -565,6 +568,10 @@ class HotsetLoader(Checkpoints):
                 "(lru, minio, pytorch)"
             )
         self._finish_epoch()
+        if self._jobs is not None:  # §III-D: the jobs' benefit and RIV, at the boundary
+            # timed from the epoch's first batch, or not at all (resumed mid-epoch)
+            whole = len(self._batch_seconds) == self._yielded
+            self._jobs.exchange(self._batch_seconds if whole else [])
         if self._current is not None:
             self._current.coverage = self._coverage.close_epoch()
             self._history.append(self._current)

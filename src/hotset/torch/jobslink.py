@@ -1,0 +1,61 @@
+"""A loader's link between iCACHE's multi-job keys and the jobs on its shared namespace.
+
+With ``icache[multijob=true]`` on a Redis namespace that several jobs join, the
+loader does at each epoch boundary what §III-D's manager does: it measures the
+job's caching benefit from the epoch's mini-batch times -- the first
+``benefit_probe`` batches the policy planned without the cache against the next
+as many (:func:`hotset.policies.quiver_placement.probe_result`, the probe
+Quiver's placement uses) -- publishes it with the job's relative importance
+(:mod:`hotset.cachestore.job_importance`), reads every job's latest, and gives
+them to the policy (``update_jobs``), which keys its next epoch by their adjusted
+importance (its shadow heap, swapped in when that epoch begins). This happens
+when the epoch closes, after its importance reached the policy, so the snapshot
+is part of the state a checkpoint saves from then on, and restoring a checkpoint
+does not ask again. An epoch resumed mid-way was not timed from its first batch:
+it measures nothing, and the last benefit (if any) is published again. A job that
+has measured nothing yet publishes nothing and reads the others.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from hotset.cachestore.job_importance import SharedJobs
+from hotset.importance.multijob import relative_importance
+from hotset.policies.quiver_placement import probe_result
+from hotset.systems.base import System
+
+__all__ = ["JobsLink"]
+
+
+class JobsLink:
+    """Publish this job's benefit and RIV at each epoch's start; key by every job's."""
+
+    def __init__(self, shared: SharedJobs, system: System, *, probe: int) -> None:
+        self.shared = shared
+        self.system = system
+        self.probe = probe
+        #: the job's last measured T_cacheless / T_cache; None until one is measured
+        self.benefit: float | None = None
+
+    @staticmethod
+    def job_name() -> str:
+        """A name no other job on the namespace has (a job is one loader)."""
+        return uuid.uuid4().hex
+
+    def exchange(self, batch_seconds: Sequence[float]) -> None:
+        """An epoch closed: measure (from its batch times, if whole), publish, read,
+        and key the policy's next epoch."""
+        if self.probe >= 2 and len(batch_seconds) >= 2 * self.probe:
+            got = probe_result(self.shared.job, "", list(batch_seconds), probe=self.probe)
+            self.benefit = got.benefit
+        n = len(self.system.table)
+        if self.benefit is not None:
+            scores = self.system.table.snapshot().scores
+            self.shared.publish(self.benefit, relative_importance(scores))
+        self.system.policy.update_jobs(self.shared.read(n))  # type: ignore[attr-defined]
+
+    def leave(self) -> None:
+        """The loader closes: the other jobs stop counting this one."""
+        self.shared.leave()
