@@ -157,6 +157,34 @@ class Policy(ABC):
         """The step of the chunk cycle the policy is loading now; None: not started."""
         return None
 
+    # -- benefit-aware placement across jobs (Quiver §5.3) -------------------------
+    def wants_board(self) -> bool:
+        """Whether the driver should publish this job's probes on its namespace's probe
+        board and give the policy the board before each epoch (:meth:`apply_board`)."""
+        return False
+
+    def probe_batches(self) -> int:
+        """Batches of the probe window that starts the current epoch (0: no probe)."""
+        return 0
+
+    def probe_record(
+        self, job: str, dataset: str, batch_seconds: Sequence[float]
+    ) -> dict[str, str | int | float] | None:
+        """This epoch's probe from its mini-batch times, as plain values to publish;
+        None until both windows are timed (or when the epoch does not probe)."""
+        return None
+
+    def apply_board(
+        self,
+        own: Mapping[str, object],
+        board: Sequence[Mapping[str, object]],
+        *,
+        budget_bytes: int,
+    ) -> None:
+        """Before an epoch's start state is recorded: the job's own probe record, the
+        records other jobs published, and the namespace's budget; an input, saved with
+        the state, so a resume decides as the interrupted run did."""
+
     # -- cache failures the driver saw (Quiver §4.8) -------------------------------
     def cache_lost(self, ids: Sequence[int], *, unreachable: bool = False) -> None:
         """The cache failed to return ``ids`` the policy holds (gone, or the cache

@@ -1,0 +1,216 @@
+"""Quiver §5.3 closed: the board's placement applied by a job, pure (no driver).
+
+The board's records are inputs the policy records: the same inputs give the same
+decisions, a job that gains nothing stops caching (and still trains each sample once
+per epoch), ``chunks`` caps the job to two chunks, a re-probe measures again, and a
+quiver without the new options decides exactly as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hotset.engine.outcome import Outcome
+from hotset.engine.planner import Planner
+from hotset.errors import HotsetError
+from hotset.policies.base import Budget
+from hotset.policies.quiver import Quiver
+from hotset.systems.base import System
+from hotset.systems.registry import build_system
+from layout_support import make_layout
+
+N, BATCH = 2000, 32
+SIZES = np.random.default_rng(1).integers(10, 60, N).astype(np.int64)
+LAYOUT = make_layout(SIZES, 16, seed=2)
+TOTAL = int(SIZES.sum())
+#: ``quiver[probe=4]`` over 3 epochs at a 30% cache, as the code before the closed loop
+#: decided (commit 7e82b15; see test_open_loop_decides_as_before)
+OPEN_PROBE_SHA256 = "e5a9e6297091c002bb320128fa853771947f0fd02cc39404274de92af26b45b6"
+
+
+def _system(spec: str = "quiver[probe=4,placement=true]", frac: float = 0.3) -> System:
+    budget = Budget(capacity_bytes=int(frac * TOTAL), sizes=SIZES)
+    return build_system(spec, n=N, budget=budget, seed=0, batch_size=BATCH, layout=LAYOUT)
+
+
+def _policy(system: System) -> Quiver:
+    assert isinstance(system.policy, Quiver)
+    return system.policy
+
+
+def _record(job: str, t_miss: float, t_hit: float, **kw: Any) -> dict[str, Any]:
+    return {
+        "job": job,
+        "dataset": kw.get("dataset", "d"),
+        "t_miss": t_miss,
+        "t_hit": t_hit,
+        "gpus": 1,
+        "size_bytes": kw.get("size_bytes", TOTAL),
+        "chunk_bytes": kw.get("chunk_bytes", TOTAL // 10),
+    }
+
+
+Hook = Callable[[int, System], None]
+
+
+def _run(system: System, epochs: int = 3, before: Hook | None = None) -> dict[str, Any]:
+    """Every decision's digest, what each epoch served, its outcomes and bytes held."""
+    planner = Planner(system, n=N, batch_size=BATCH, lag=0, sizes=SIZES)
+    digest = hashlib.sha256()
+    out: dict[str, Any] = {"served": [], "outcomes": [], "admitted": [], "evicted": []}
+    for epoch in range(epochs):
+        if before is not None:
+            before(epoch, system)
+        planner.begin(epoch)
+        served, outcomes, admitted, evicted = [], [], 0, 0
+        for plan in planner.plans():
+            for arr in (plan.served, plan.outcomes, plan.unit_reads, plan.deletes):
+                digest.update(np.asarray(arr, dtype="<i8").tobytes())
+            served += plan.served.tolist()
+            outcomes += plan.outcomes.tolist()
+            admitted += len(plan.admitted)
+            evicted += len(plan.evicted)
+        planner.finish(val_accuracy=None)
+        out["served"].append(served)
+        out["outcomes"].append(outcomes)
+        out["admitted"].append(admitted)
+        out["evicted"].append(evicted)
+    out["digest"] = digest.hexdigest()
+    return out
+
+
+def _apply(own: dict[str, Any], board: list[dict[str, Any]], at: int = 1) -> Hook:
+    def hook(epoch: int, system: System) -> None:
+        if epoch >= at:
+            _policy(system).apply_board(own, board, budget_bytes=int(0.3 * TOTAL))
+
+    return hook
+
+
+def test_open_loop_decides_as_before() -> None:
+    """No new option: the decisions of the code before the loop was closed; the new
+    options off give the same, and the state is the one it was."""
+    digest = _run(_system("quiver[probe=4]"))["digest"]
+    assert digest == OPEN_PROBE_SHA256
+    assert _run(_system("quiver[probe=4,placement=false,reprobe_epochs=0]"))["digest"] == digest
+    assert "loop" not in _policy(_system("quiver[probe=4]")).state_dict()
+
+
+def test_a_job_that_gains_nothing_stops_caching_and_trains_each_sample_once() -> None:
+    system = _system()
+    own = _record("b", t_miss=1.0, t_hit=0.99)  # compute hides its I/O
+    board = [_record("a", t_miss=3.0, t_hit=1.0)]  # another job on the data set gains 3x
+    run = _run(system, before=_apply(own, board))
+    for ids in run["served"]:
+        assert sorted(ids) == list(range(N))
+    assert run["admitted"][0] > 0
+    # epoch 1 on: nothing admitted, every request a read of the id asked for, in order
+    assert run["admitted"][1] == run["admitted"][2] == 0
+    assert set(run["outcomes"][1]) == {int(Outcome.MISS)}
+    # what it held leaves with the first plan of epoch 1 (another job may need the room)
+    assert run["evicted"][1] > 0 and not _policy(system).resident()
+    summary = _policy(system).summary()
+    assert summary["caching"] is False and summary["placement"] == "chunks"
+
+
+def test_a_data_set_nobody_gains_from_gets_no_space() -> None:
+    system = _system()
+    own = _record("a", t_miss=1.0, t_hit=1.0)
+    run = _run(system, before=_apply(own, [_record("b", 1.05, 1.0)]))
+    assert run["admitted"][1] == 0 and _policy(system).summary()["placement"] == "none"
+
+
+def test_chunks_caps_the_job_to_two_chunks_and_full_changes_nothing() -> None:
+    gains = _record("a", t_miss=3.0, t_hit=1.0)
+    capped = _system()
+    _run(capped, before=_apply(gains, []))  # 30% of the data set: no room for it whole
+    chunks = _policy(capped).chunks
+    assert chunks is not None and chunks.static_bytes == 0
+    assert _policy(capped).used_bytes <= 2 * (TOTAL // 10)
+    free = _system()
+    full = _apply(_record("a", 3.0, 1.0, size_bytes=int(0.25 * TOTAL)), [])
+    assert _run(free, before=full)["digest"] == _run(_system())["digest"]
+
+
+def test_a_reprobe_measures_again_and_a_job_turned_off_caches_for_it() -> None:
+    system = _system("quiver[probe=4,placement=true,reprobe_epochs=2]")
+    own = _record("b", t_miss=1.0, t_hit=1.0)
+    policy = _policy(system)
+    windows: list[int] = []
+
+    def hook(epoch: int, system: System) -> None:
+        if epoch >= 1:
+            policy.apply_board(own, [], budget_bytes=int(0.3 * TOTAL))
+
+    planner = Planner(system, n=N, batch_size=BATCH, lag=0, sizes=SIZES)
+    admitted = []
+    for epoch in range(4):
+        hook(epoch, system)
+        planner.begin(epoch)
+        windows.append(policy.probe_batches())
+        plans = list(planner.plans())
+        admitted.append(sum(len(p.admitted) for p in plans))
+        if windows[-1]:  # the first window reads every request from storage
+            assert all(set(p.outcomes.tolist()) == {int(Outcome.MISS)} for p in plans[:4])
+        planner.finish(val_accuracy=None)
+    assert windows == [4, 0, 4, 0]
+    # off in epoch 1, caching again for the re-probe's second window (epoch 2), off again
+    assert admitted[1] == 0 and admitted[2] > 0 and admitted[3] == 0
+    assert policy.summary()["probe_epoch"] == 2
+
+
+def test_the_probe_record_is_published_once_both_windows_are_timed() -> None:
+    system = _system()
+    policy = _policy(system)
+    planner = Planner(system, n=N, batch_size=BATCH, lag=0, sizes=SIZES)
+    planner.begin(0)
+    times = [5.0, 0.3, 0.3, 0.3, 5.0, 0.1, 0.1]
+    assert policy.probe_record("j", "d", times) is None
+    record = policy.probe_record("j", "d", [*times, 0.1])
+    assert record is not None
+    assert record["t_miss"] == pytest.approx(0.3) and record["t_hit"] == pytest.approx(0.1)
+    assert record["size_bytes"] == TOTAL and 0 < int(record["chunk_bytes"]) <= 0.1 * TOTAL + 1000
+
+
+def test_a_resume_applies_what_the_state_recorded_without_the_board() -> None:
+    own = _record("b", t_miss=1.0, t_hit=1.0)
+    board = [_record("a", t_miss=4.0, t_hit=1.0)]
+    system = _system("quiver[probe=4,placement=true,reprobe_epochs=2]")
+    first = _run(system, epochs=2, before=_apply(own, board))
+    state = _policy(system).state_dict()
+    assert state["loop"]["applied"]["board"] == board
+    again = _system("quiver[probe=4,placement=true,reprobe_epochs=2]")
+    _policy(again).load_state_dict(state)
+    _policy(system).load_state_dict(state)
+    # the rest runs from the recorded inputs alone: no apply_board after the resume
+    assert _run(again, epochs=2)["digest"] == _run(system, epochs=2)["digest"]
+    assert first["admitted"][1] == 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("quiver[reprobe_epochs=2]", "needs placement=true"),
+        ("quiver[placement=true]", "probe >= 2"),
+        ("quiver[probe=4,placement=true,min_benefit=0.5]", "min_benefit"),
+        ("quiver[probe=4,placement=true,reprobe_epochs=-1]", "reprobe_epochs"),
+    ],
+)
+def test_bad_options_are_refused_by_name(spec: str, match: str) -> None:
+    with pytest.raises(HotsetError, match=match):
+        _system(spec)
+
+
+def test_a_bad_board_record_is_refused_by_name() -> None:
+    policy = _policy(_system())
+    with pytest.raises(HotsetError, match="lacks t_miss, t_hit"):
+        policy.apply_board({"job": "a", "dataset": "d"}, [], budget_bytes=10)
+    with pytest.raises(HotsetError, match="finite"):
+        policy.apply_board(_record("a", float("inf"), 1.0), [], budget_bytes=10)
+    with pytest.raises(HotsetError, match="placement=true"):
+        _policy(_system("quiver")).apply_board(_record("a", 1.0, 1.0), [], budget_bytes=10)
