@@ -171,6 +171,7 @@ class HotsetLoader(Checkpoints):
         self._worker_init = parts.worker_init
         self._dataloader: DataLoader[Any] | None = parts.dataloader
         self._cycle = parts.cycle
+        self._probes = parts.probes
         self._new_dataloader = parts.new_dataloader
         self._sampler = parts.sampler
         #: iter() calls on ``_dataloader``: after the first, kept workers are reseeded
@@ -489,6 +490,8 @@ class HotsetLoader(Checkpoints):
         self._fetcher.close()
         if self._cycle is not None:  # done with its chunks: the jobs still running need room
             self._cycle.leave(self.cache, self._fetcher.key_of)
+        if self._probes is not None:  # its probe stops counting for the others' placement
+            self._probes.leave()
         if self.cache is not None:
             assert self._session is not None
             self._session.close()  # a private namespace is dropped, a shared one kept
@@ -521,6 +524,8 @@ class HotsetLoader(Checkpoints):
                     "their historical losses",
                     stacklevel=4,  # the training loop (<- _enter_epoch <- _run <- for)
                 )
+        if self._probes is not None:  # the probe board's placement: part of the state
+            self._probes.before_epoch()
         if self._cycle is not None:  # where the shared chunk cycle is: part of the state
             self._cycle.join()
         # after the evaluation: a resumed epoch restores its losses and draws the same order
@@ -683,6 +688,8 @@ class HotsetLoader(Checkpoints):
                 now = time.perf_counter()
                 self._batch_seconds.append(now - last_yield)
                 last_yield = now
+                if self._probes is not None and self._yielded == len(self._batch_seconds):
+                    self._probes.after_batch(self._batch_seconds)  # not in a resumed epoch
                 self._last_ids = ids
                 yield shape_batch(shape, x, y, ids, w)
             stats.wall_seconds = time.perf_counter() - wall_start
