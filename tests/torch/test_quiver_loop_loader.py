@@ -133,3 +133,35 @@ def test_a_resume_applies_the_board_its_state_recorded(
         assert again.decisions().rows() == want
         assert again.policy_summary()["caching"] is False
         assert again.policy_summary()["board_jobs"] == 1  # io's record, as recorded
+
+
+def test_a_reprobe_places_a_job_again_once_its_benefit_changed(
+    packed: Path, redis_server: RedisProcess
+) -> None:
+    """Its step hid its reads at the first probe (caching off); by the re-probe the job
+    waits on storage (here: its step went away), and the next epoch caches again."""
+    redis_server.client().flushall()
+    data = hotset.open_dataset(packed, decode="bytes")
+    data = data.with_store(ThrottledStore(data.store, latency_ms=4.0, max_concurrency=1))
+    with hotset.loader(
+        data,
+        system=f"quiver[probe={PROBE},placement=true,reprobe_epochs=2]",
+        cache=redis_server.url,
+        cache_bytes=0.4,
+        namespace="reprobe",
+        batch_size=BATCH,
+        num_workers=2,
+        seed=0,
+        check_store="off",
+    ) as job:
+        caching = []
+        for epoch, step in enumerate([0.15, 0.15, 0.0, 0.0]):
+            _epoch(job, epoch, compute_s=step)
+            caching.append(job.policy_summary()["caching"])
+        benefits = [
+            r["t_miss"] / r["t_hit"] for r in _board(redis_server.url, job.namespace).read()
+        ]
+        # epoch 1 off; epoch 2 re-probes, caching for its second window; epoch 3 placed anew
+        assert caching == [True, False, True, True], (caching, benefits)
+        assert job.policy_summary()["probe_epoch"] == 2
+        assert benefits[0] > 1.5
