@@ -84,10 +84,13 @@ def _run(system: System, epochs: int = 3, before: Hook | None = None) -> dict[st
     return out
 
 
-def _apply(own: dict[str, Any], board: list[dict[str, Any]], at: int = 1) -> Hook:
+def _apply(own: dict[str, Any], board: list[dict[str, Any]]) -> Hook:
+    """What the loader does before each epoch once the job's probe is timed (epoch 1's
+    first batches are its second window, so the record exists from epoch 2 on)."""
+
     def hook(epoch: int, system: System) -> None:
-        if epoch >= at:
-            _policy(system).apply_board(own, board, budget_bytes=int(0.3 * TOTAL))
+        if epoch >= 1:
+            _policy(system).apply_board(own, board, budget_bytes=int(0.3 * TOTAL), epoch=epoch)
 
     return hook
 
@@ -105,15 +108,16 @@ def test_a_job_that_gains_nothing_stops_caching_and_trains_each_sample_once() ->
     system = _system()
     own = _record("b", t_miss=1.0, t_hit=0.99)  # compute hides its I/O
     board = [_record("a", t_miss=3.0, t_hit=1.0)]  # another job on the data set gains 3x
-    run = _run(system, before=_apply(own, board))
+    run = _run(system, epochs=4, before=_apply(own, board))
     for ids in run["served"]:
         assert sorted(ids) == list(range(N))
-    assert run["admitted"][0] > 0
-    # epoch 1 on: nothing admitted, every request a read of the id asked for, in order
-    assert run["admitted"][1] == run["admitted"][2] == 0
-    assert set(run["outcomes"][1]) == {int(Outcome.MISS)}
-    # what it held leaves with the first plan of epoch 1 (another job may need the room)
-    assert run["evicted"][1] > 0 and not _policy(system).resident()
+    # epoch 1 is the probe's second window: it runs with the cache as it is
+    assert run["admitted"][0] > 0 and run["admitted"][1] > 0
+    # epoch 2 on: nothing admitted, every request a read of the id asked for, in order
+    assert run["admitted"][2] == run["admitted"][3] == 0
+    assert set(run["outcomes"][2]) == {int(Outcome.MISS)}
+    # what it held leaves with the first plan of epoch 2 (another job may need the room)
+    assert run["evicted"][2] > 0 and not _policy(system).resident()
     summary = _policy(system).summary()
     assert summary["caching"] is False and summary["placement"] == "chunks"
 
@@ -122,7 +126,7 @@ def test_a_data_set_nobody_gains_from_gets_no_space() -> None:
     system = _system()
     own = _record("a", t_miss=1.0, t_hit=1.0)
     run = _run(system, before=_apply(own, [_record("b", 1.05, 1.0)]))
-    assert run["admitted"][1] == 0 and _policy(system).summary()["placement"] == "none"
+    assert run["admitted"][2] == 0 and _policy(system).summary()["placement"] == "none"
 
 
 def test_chunks_caps_the_job_to_two_chunks_and_full_changes_nothing() -> None:
@@ -138,30 +142,27 @@ def test_chunks_caps_the_job_to_two_chunks_and_full_changes_nothing() -> None:
 
 
 def test_a_reprobe_measures_again_and_a_job_turned_off_caches_for_it() -> None:
-    system = _system("quiver[probe=4,placement=true,reprobe_epochs=2]")
+    system = _system("quiver[probe=4,placement=true,reprobe_epochs=3]")
     own = _record("b", t_miss=1.0, t_hit=1.0)
     policy = _policy(system)
-    windows: list[int] = []
-
-    def hook(epoch: int, system: System) -> None:
-        if epoch >= 1:
-            policy.apply_board(own, [], budget_bytes=int(0.3 * TOTAL))
-
+    hook = _apply(own, [])
+    windows: list[str | None] = []
     planner = Planner(system, n=N, batch_size=BATCH, lag=0, sizes=SIZES)
     admitted = []
-    for epoch in range(4):
+    for epoch in range(6):
         hook(epoch, system)
         planner.begin(epoch)
-        windows.append(policy.probe_batches())
+        window = policy.probe_window()
+        windows.append(None if window is None else window[0])
         plans = list(planner.plans())
         admitted.append(sum(len(p.admitted) for p in plans))
-        if windows[-1]:  # the first window reads every request from storage
-            assert all(set(p.outcomes.tolist()) == {int(Outcome.MISS)} for p in plans[:4])
+        miss = [set(p.outcomes.tolist()) == {int(Outcome.MISS)} for p in plans[:4]]
+        assert all(miss) == (windows[-1] == "miss" or admitted[-1] == 0)
         planner.finish(val_accuracy=None)
-    assert windows == [4, 0, 4, 0]
-    # off in epoch 1, caching again for the re-probe's second window (epoch 2), off again
-    assert admitted[1] == 0 and admitted[2] > 0 and admitted[3] == 0
-    assert policy.summary()["probe_epoch"] == 2
+    assert windows == ["miss", "hit", None, "miss", "hit", None]
+    # off from epoch 2; the re-probe (epoch 3) caches through its two windows; off again
+    assert admitted[2] == 0 and admitted[3] > 0 and admitted[4] > 0 and admitted[5] == 0
+    assert policy.summary()["probe_epoch"] == 3
 
 
 def test_the_probe_record_is_published_once_both_windows_are_timed() -> None:
@@ -169,27 +170,37 @@ def test_the_probe_record_is_published_once_both_windows_are_timed() -> None:
     policy = _policy(system)
     planner = Planner(system, n=N, batch_size=BATCH, lag=0, sizes=SIZES)
     planner.begin(0)
-    times = [5.0, 0.3, 0.3, 0.3, 5.0, 0.1, 0.1]
+    assert policy.probe_window() == ("miss", 4)
+    times = [5.0, 0.3, 0.3, 0.3, 5.0, 0.1, 0.1]  # the miss window's, then the hit one's
     assert policy.probe_record("j", "d", times) is None
     record = policy.probe_record("j", "d", [*times, 0.1])
     assert record is not None
     assert record["t_miss"] == pytest.approx(0.3) and record["t_hit"] == pytest.approx(0.1)
+    # the data set's 10% chunk, even where the job's budget would hold it all
     assert record["size_bytes"] == TOTAL and 0 < int(record["chunk_bytes"]) <= 0.1 * TOTAL + 1000
+    whole = _policy(_system(frac=1.0)).probe_record("j", "d", [*times, 0.1])
+    assert whole is not None and 0.05 * TOTAL < int(whole["chunk_bytes"]) <= 0.1 * TOTAL + 1000
 
 
 def test_a_resume_applies_what_the_state_recorded_without_the_board() -> None:
     own = _record("b", t_miss=1.0, t_hit=1.0)
     board = [_record("a", t_miss=4.0, t_hit=1.0)]
-    system = _system("quiver[probe=4,placement=true,reprobe_epochs=2]")
-    first = _run(system, epochs=2, before=_apply(own, board))
+    spec = "quiver[probe=4,placement=true,reprobe_epochs=3]"
+    system = _system(spec)
+    first = _run(system, epochs=3, before=_apply(own, board))
     state = _policy(system).state_dict()
     assert state["loop"]["applied"]["board"] == board
-    again = _system("quiver[probe=4,placement=true,reprobe_epochs=2]")
+    again = _system(spec)
     _policy(again).load_state_dict(state)
     _policy(system).load_state_dict(state)
     # the rest runs from the recorded inputs alone: no apply_board after the resume
     assert _run(again, epochs=2)["digest"] == _run(system, epochs=2)["digest"]
-    assert first["admitted"][1] == 0
+    assert first["admitted"][2] == 0
+    # own=None (a resumed loader has no record of its own yet) places by the recorded one
+    gone = _system(spec)
+    _policy(gone).load_state_dict(state)
+    _policy(gone).apply_board(None, [], budget_bytes=int(0.3 * TOTAL), epoch=5)
+    assert _policy(gone).summary()["placement"] == "none"  # alone, it gains nothing
 
 
 @pytest.mark.parametrize(
@@ -199,6 +210,7 @@ def test_a_resume_applies_what_the_state_recorded_without_the_board() -> None:
         ("quiver[placement=true]", "probe >= 2"),
         ("quiver[probe=4,placement=true,min_benefit=0.5]", "min_benefit"),
         ("quiver[probe=4,placement=true,reprobe_epochs=-1]", "reprobe_epochs"),
+        ("quiver[probe=4,placement=true,reprobe_epochs=1]", "two"),
     ],
 )
 def test_bad_options_are_refused_by_name(spec: str, match: str) -> None:
@@ -209,8 +221,8 @@ def test_bad_options_are_refused_by_name(spec: str, match: str) -> None:
 def test_a_bad_board_record_is_refused_by_name() -> None:
     policy = _policy(_system())
     with pytest.raises(HotsetError, match="lacks t_miss, t_hit"):
-        policy.apply_board({"job": "a", "dataset": "d"}, [], budget_bytes=10)
+        policy.apply_board({"job": "a", "dataset": "d"}, [], budget_bytes=10, epoch=2)
     with pytest.raises(HotsetError, match="finite"):
-        policy.apply_board(_record("a", float("inf"), 1.0), [], budget_bytes=10)
+        policy.apply_board(_record("a", float("inf"), 1.0), [], budget_bytes=10, epoch=2)
     with pytest.raises(HotsetError, match="placement=true"):
-        _policy(_system("quiver")).apply_board(_record("a", 1.0, 1.0), [], budget_bytes=10)
+        _policy(_system("quiver")).apply_board(_record("a", 1.0, 1.0), [], budget_bytes=10, epoch=2)

@@ -1,6 +1,6 @@
 """Quiver §5.3 closed through the real loader: two jobs on one Redis namespace publish
-their probes on the namespace's board and each applies the placement before its next
-epoch. The job whose training step hides its reads turns its caching off; the job
+their probes on the namespace's board (the first batches of epoch 0 without the cache,
+of epoch 1 with it) and each applies the placement from epoch 2 on. The job whose training step hides its reads turns its caching off; the job
 that waits on storage keeps two chunks. A resume applies the board the state
 recorded, not the board as it is now.
 
@@ -55,11 +55,11 @@ def _loader(packed: Path, url: str, *, workers: int, seed: int) -> hotset.torch.
 
 
 def _epoch(loader: Any, epoch: int, *, compute_s: float = 0.0, stop: int = 0) -> list[int]:
-    """One epoch (or its first ``stop`` batches); ``compute_s`` a step in the probe windows."""
+    """One epoch (or its first ``stop`` batches); ``compute_s`` a step in a probe window."""
     loader.set_epoch(epoch)
     served: list[int] = []
     for i, (_, _, ids, _) in enumerate(loader):
-        if i < 2 * PROBE:
+        if i < PROBE:
             time.sleep(compute_s)
         loader.update(ids, torch.rand(len(ids)) + 0.1)
         served += ids.tolist()
@@ -82,19 +82,20 @@ def test_the_job_that_hides_its_io_stops_caching_and_the_other_keeps_its_chunks(
         _loader(packed, url, workers=0, seed=0) as io,
         _loader(packed, url, workers=2, seed=1) as gpu,
     ):
-        _epoch(io, 0)
-        _epoch(gpu, 0, compute_s=0.15)
+        for epoch in range(2):
+            _epoch(io, epoch)
+            _epoch(gpu, epoch, compute_s=0.15)
         board = _board(url, io.namespace).read()
         assert len(board) == 2, board
         by_benefit = sorted(board, key=lambda r: r["t_miss"] / r["t_hit"])
         assert by_benefit[0]["t_miss"] / by_benefit[0]["t_hit"] < 1.1
         assert by_benefit[1]["t_miss"] / by_benefit[1]["t_hit"] > 2.0
-        io_served, gpu_served = _epoch(io, 1), _epoch(gpu, 1)
+        io_served, gpu_served = _epoch(io, 2), _epoch(gpu, 2)
         assert sorted(io_served) == sorted(gpu_served) == list(range(N))
         gpu_sum, io_sum = gpu.policy_summary(), io.policy_summary()
         assert gpu_sum["caching"] is False and gpu_sum["board_jobs"] == 1
         assert io_sum["caching"] is True and io_sum["placement"] == "chunks"
-        # the job turned off read every request as asked, and put nothing in epoch 1
+        # the job turned off read every request as asked, and put nothing in epoch 2
         outcomes = {row[1] for row in gpu.decisions().rows()}
         assert outcomes == {int(Outcome.MISS)}
         row = gpu.report()[-1]
@@ -113,10 +114,11 @@ def test_a_resume_applies_the_board_its_state_recorded(
     redis_server.client().flushall()
     url = redis_server.url
     with _loader(packed, url, workers=0, seed=0) as io:
-        _epoch(io, 0)
         with _loader(packed, url, workers=2, seed=1) as gpu:
-            _epoch(gpu, 0, compute_s=0.15)
-            gpu.set_epoch(1)
+            for epoch in range(2):
+                _epoch(io, epoch)
+                _epoch(gpu, epoch, compute_s=0.15)
+            gpu.set_epoch(2)
             it = iter(gpu)
             head = [sid for _ in range(3) for sid in next(it)[2].tolist()]
             state = gpu.state_dict()
@@ -128,7 +130,7 @@ def test_a_resume_applies_the_board_its_state_recorded(
         _board(url, io.namespace).withdraw(io._probes.job)
     with _loader(packed, url, workers=2, seed=1) as again:
         again.load_state_dict(state)
-        rest = _epoch(again, 1)
+        rest = _epoch(again, 2)
         assert sorted(head + rest) == list(range(N))
         assert again.decisions().rows() == want
         assert again.policy_summary()["caching"] is False
@@ -145,7 +147,7 @@ def test_a_reprobe_places_a_job_again_once_its_benefit_changed(
     data = data.with_store(ThrottledStore(data.store, latency_ms=4.0, max_concurrency=1))
     with hotset.loader(
         data,
-        system=f"quiver[probe={PROBE},placement=true,reprobe_epochs=2]",
+        system=f"quiver[probe={PROBE},placement=true,reprobe_epochs=3]",
         cache=redis_server.url,
         cache_bytes=0.4,
         namespace="reprobe",
@@ -155,13 +157,14 @@ def test_a_reprobe_places_a_job_again_once_its_benefit_changed(
         check_store="off",
     ) as job:
         caching = []
-        for epoch, step in enumerate([0.15, 0.15, 0.0, 0.0]):
+        for epoch, step in enumerate([0.15, 0.15, 0.15, 0.0, 0.0, 0.0]):
             _epoch(job, epoch, compute_s=step)
             caching.append(job.policy_summary()["caching"])
         benefits = [
             r["t_miss"] / r["t_hit"] for r in _board(redis_server.url, job.namespace).read()
         ]
-        # epoch 1 off; epoch 2 re-probes, caching for its second window; epoch 3 placed anew
-        assert caching == [True, False, True, True], (caching, benefits)
-        assert job.policy_summary()["probe_epoch"] == 2
+        # off from epoch 2; epoch 3 re-probes (caching through epoch 4, its second window);
+        # placed anew from epoch 5
+        assert caching == [True, True, False, True, True, True], (caching, benefits)
+        assert job.policy_summary()["probe_epoch"] == 3
         assert benefits[0] > 1.5

@@ -214,40 +214,49 @@ class Quiver(Policy):
         """Whether a driver should publish this job's probe and give it the board."""
         return self.loop is not None
 
-    def probe_batches(self) -> int:
-        """How many batches this epoch's first probe window has (0: it does not probe)."""
-        if self.loop is None:
-            return self.probe if self._epoch_first == 0 else 0
-        return self.loop.probe if self.loop.probe_start == self._epoch_first else 0
+    def probe_window(self) -> tuple[str, int] | None:
+        """The probe window the current epoch's first batches are: (``miss`` or ``hit``,
+        how many batches); None: none (or no placement: the open loop's probe is timed
+        by whoever reads ``batch_seconds``)."""
+        loop = self.loop
+        if loop is None:
+            return None
+        which = loop.window(self.epoch, self._epoch_first)
+        return None if which is None else (which, loop.probe)
 
     def probe_record(
         self, job: str, dataset: str, batch_seconds: Sequence[float]
     ) -> dict[str, str | int | float] | None:
-        """This epoch's probe as a board record, once both windows are timed; else None."""
-        n = self.probe_batches()
-        if n < 2 or len(batch_seconds) < 2 * n:
+        """A board record from the times of the ``miss`` window then the ``hit`` one
+        (``probe`` batches each); None when they are fewer."""
+        if self.loop is None or len(batch_seconds) < 2 * self.loop.probe:
             return None
+        n = self.loop.probe
         probe = probe_result(job, dataset, batch_seconds[: 2 * n], probe=n)
         return record_of(probe, self._space())
 
     def _space(self) -> DataSetSpace:
-        """The data set's bytes and its chunk's, as the job's whole budget cuts them."""
-        sizes = self.budget.sizes
+        """The data set's bytes and its chunk's (§5.3: "a fixed size chunk ... or 10% of the
+        data set"), as the job's budget cuts them, short of the whole data set: a job whose
+        budget holds it all cycles one chunk, which is no price for two chunks."""
         n = len(self._cycle_for(None).chunks.chunk_of_id)
+        sizes = self.budget.sizes
         total = n if sizes is None else int(np.asarray(sizes[:n]).sum())
-        chunks = self._cycle_for(None).chunks
-        if self.loop is not None and self.loop.cap_bytes is not None:
-            chunks = StripedChunks(self.budget, self.layout, n)
-        return DataSetSpace(total, max(chunks.chunk_bytes) if chunks.k else total)
+        own = self.budget.capacity_bytes
+        short = max(1, total - 1) if own is None else min(own, max(1, total - 1))
+        chunks = StripedChunks(replace(self.budget, capacity_bytes=short), self.layout, n)
+        return DataSetSpace(total, max(chunks.chunk_bytes))
 
     def apply_board(
         self,
-        own: Mapping[str, object],
+        own: Mapping[str, object] | None,
         board: Sequence[Mapping[str, object]],
         *,
         budget_bytes: int,
+        epoch: int,
     ) -> None:
-        """Apply the namespace's probe board before an epoch begins (an input, recorded).
+        """Apply the namespace's probe board before ``epoch`` begins (an input, recorded;
+        ``own`` None: the job's record as last applied, as after a resume).
 
         Where the job's caching changes (turned off or on, or capped to two chunks),
         it starts its cache afresh: what it holds is evicted with the next plan, and
@@ -255,7 +264,7 @@ class Quiver(Policy):
         """
         if self.loop is None:
             raise HotsetError("quiver: apply_board() needs placement=true")
-        if self.loop.apply(own, board, budget_bytes=budget_bytes):
+        if self.loop.apply(own, board, budget_bytes=budget_bytes, epoch=epoch):
             self._restart_cache()
 
     def _restart_cache(self) -> None:

@@ -519,7 +519,9 @@ def _open_cache(
     groups = plan.system.policy.eviction_groups() if session.shared else None
     if groups is not None and isinstance(cache, RedisCache):
         # jobs sharing the namespace evict a group once all have released it
-        cache = ChunkRefs(cache, groups.groups, force_after_s=groups.force_after_s)
+        # a content-addressed namespace holds several data sets: each its own chunks
+        scope = "" if job_digest is None else manifest.identity()
+        cache = ChunkRefs(cache, groups.groups, force_after_s=groups.force_after_s, scope=scope)
     return session, cache
 
 

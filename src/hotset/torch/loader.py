@@ -269,6 +269,8 @@ class HotsetLoader(Checkpoints):
         elif self._status in ("running", "finished"):
             self._close_epoch()
         if self._status == "idle":
+            if self._probes is not None:  # the board's placement, before the start state
+                self._probes.before_epoch(self._next_epoch)  # (a resumed epoch has its own)
             self._begin_epoch(self._next_epoch)
         self._abandon_unwritten(clear=False)
 
@@ -524,8 +526,6 @@ class HotsetLoader(Checkpoints):
                     "their historical losses",
                     stacklevel=4,  # the training loop (<- _enter_epoch <- _run <- for)
                 )
-        if self._probes is not None:  # the probe board's placement: part of the state
-            self._probes.before_epoch()
         if self._cycle is not None:  # where the shared chunk cycle is: part of the state
             self._cycle.join()
         # after the evaluation: a resumed epoch restores its losses and draws the same order
