@@ -28,3 +28,14 @@ def test_readme_lists_every_suite_in_name_order(tmp_path: Path) -> None:
     text = render_readme(root=tmp_path).read_text()
     assert text.index("## alpha") < text.index("## zeta")
     assert not list((tmp_path / "benchmarks" / "results").glob(".*.tmp"))
+
+
+def test_a_file_that_is_no_suite_result_is_left_out_of_the_readme(tmp_path: Path) -> None:
+    """A module's own result file (``python -m hotset.bench.quiver_mask``: no suite, date
+    or machine) stopped every later ``write_result`` with a KeyError after writing."""
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "aaa-own.json").write_text(json.dumps({"command": "python -m x", "results": []}))
+    write_result("demo", {"table": []}, root=tmp_path, command="hotset bench demo")
+    text = (tmp_path / "benchmarks" / "README.md").read_text()
+    assert "## demo" in text and "aaa-own" not in text

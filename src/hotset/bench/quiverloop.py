@@ -1,4 +1,4 @@
-"""``hotset bench quiver-loop``: Quiver's benefit-aware placement, open loop vs closed.
+"""``hotset bench placement``: Quiver's benefit-aware placement, open loop vs closed.
 
 Why this suite: a namespace's budget is shared by every job on it, and a job whose
 training step hides its reads gains nothing from the space it takes, which a job
@@ -62,21 +62,21 @@ class Params:
         """Every bad value fails before any work, naming it."""
         if self.lead_epochs < 0 or self.lead_epochs >= self.epochs:
             raise HotsetError(
-                f"bench quiver-loop: --lead-epochs must be in 0..epochs-1, got {self.lead_epochs}"
+                f"bench placement: --lead-epochs must be in 0..epochs-1, got {self.lead_epochs}"
             )
         if self.n < 64 or self.epochs < 2 or self.batch_size < 1:
             raise HotsetError(
-                f"bench quiver-loop: need n >= 64, epochs >= 2, batch size >= 1, got "
+                f"bench placement: need n >= 64, epochs >= 2, batch size >= 1, got "
                 f"n={self.n}, epochs={self.epochs}, batch_size={self.batch_size}"
             )
         if self.probe < 2 or 2 * self.probe * self.batch_size > self.n:
             raise HotsetError(
-                f"bench quiver-loop: --probe must be >= 2 and its two windows must fit an "
+                f"bench placement: --probe must be >= 2 and its two windows must fit an "
                 f"epoch, got {self.probe}"
             )
         if not (self.latency_ms >= 0 and self.step_ms >= 0 and 0 < self.cache_frac <= 2):
             raise HotsetError(
-                f"bench quiver-loop: latency and step must be >= 0 ms and the cache share in "
+                f"bench placement: latency and step must be >= 0 ms and the cache share in "
                 f"(0, 2], got {self.latency_ms}, {self.step_ms}, {self.cache_frac}"
             )
 
@@ -179,7 +179,7 @@ def _start_jobs(job: dict[str, Any]) -> None:
             p.join()
     failed = [f"job {JOBS[i]} exited with {p.exitcode}" for i, p in enumerate(procs) if p.exitcode]
     if failed:
-        raise HotsetError(f"bench quiver-loop: {'; '.join(failed)} ({job['system']})")
+        raise HotsetError(f"bench placement: {'; '.join(failed)} ({job['system']})")
 
 
 def _datasets(work: Path, params: Params) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ _SUITE_MODULES: dict[str, str] = {
     "matrix": "hotset.cli.bench_matrix",
     "which": "hotset.cli.bench_which",
     "locality": "hotset.cli.bench_locality",
-    "quiver-loop": "hotset.cli.bench_quiverloop",
+    "placement": "hotset.cli.bench_quiverloop",
 }
 
 #: commands of the group that read committed results instead of measuring (no suite)

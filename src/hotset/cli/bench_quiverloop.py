@@ -1,4 +1,4 @@
-"""``hotset bench quiver-loop``: Quiver's benefit-aware placement, open loop vs closed."""
+"""``hotset bench placement``: Quiver's benefit-aware placement, open loop vs closed."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 from hotset.cli.bench import finish, name_option, root_option
 
 
-@click.command("quiver-loop")
+@click.command("placement")
 @click.option("--n", "n", type=click.IntRange(min=64), default=600, show_default=True)
 @click.option("--epochs", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
@@ -46,7 +46,7 @@ from hotset.cli.bench import finish, name_option, root_option
 )
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--progress/--no-progress", default=True, show_default=True)
-@name_option("quiver-loop")
+@name_option("placement")
 @click.option("--json", "as_json", is_flag=True)
 @root_option
 def command(

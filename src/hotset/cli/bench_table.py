@@ -158,7 +158,7 @@ SUITE_COLUMNS: dict[str, list[Column]] = {
         ("every_id", "every_id_every_epoch"),
         *_SPEED,
     ],
-    "quiver-loop": [
+    "placement": [
         ("loop", "loop"),
         ("job", "job"),
         ("step_ms", "step_ms"),

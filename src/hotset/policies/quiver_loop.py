@@ -20,7 +20,7 @@ default caching policy" once the job runs normally; the batches right after the
 first window are no such thing: the cache is cold then, and each batch also loads
 its share of the chunks, so a job that waits on storage measured there looks
 barely faster with the cache (1.3x where its warm batches are 10x faster, in
-``bench quiver-loop``). The record is complete after the second window, and the
+``bench placement``). The record is complete after the second window, and the
 placement is applied from the epoch after it: the first probe (epoch 0) places
 the job from epoch 2 on. A re-probe starts every ``reprobe_epochs`` (>= 2) epochs
 after the last probe; it lifts a job's "caching off" for its two epochs, so that
