@@ -168,3 +168,20 @@ def test_a_reprobe_places_a_job_again_once_its_benefit_changed(
         assert caching == [True, True, False, True, True, True], (caching, benefits)
         assert job.policy_summary()["probe_epoch"] == 3
         assert benefits[0] > 1.5
+
+
+def test_without_a_shared_namespace_a_job_places_by_its_own_probe(packed: Path) -> None:
+    """A private (embedded) cache has no board: the job alone decides, and one whose step
+    hides its reads (here: a local store, no latency, a 100 ms step) turns caching off."""
+    data = hotset.open_dataset(packed, decode="bytes")
+    with hotset.loader(
+        data, system=SPEC, cache="40%", batch_size=BATCH, num_workers=2, seed=0
+    ) as job:
+        assert job._probes is not None and job._probes.board is None
+        for epoch in range(3):
+            _epoch(job, epoch, compute_s=0.1)
+        summary = job.policy_summary()
+        assert summary["caching"] is False and summary["board_jobs"] == 0, summary
+        assert summary["placement"] == "none"  # its data set: only a job that gains nothing
+        row = job.report()[-1]
+        assert row["exact_hits"] == row["substitutions"] == 0
