@@ -37,6 +37,15 @@ started after the others joins the cycle at the chunk they load now (Algorithm
 given by the loader from the namespace before the first epoch and saved with the
 state (:mod:`hotset.cachestore.shared_cycle`). The cycle carries on across
 epochs: an epoch starts with whatever two chunks are in.
+
+Benefit-aware placement (§5.3) is open loop by default: ``probe=N`` plans the
+first N batches without the cache and nothing else follows. ``placement=True``
+closes it (:mod:`hotset.policies.quiver_loop`): the loader times the probe's
+windows, publishes the job's record on its namespace's board and, before each
+later epoch, gives the policy every job's record (:meth:`Quiver.apply_board`, an
+input saved with the state); a job that gains less than ``min_benefit`` then
+plans every request as a read of the id asked for and holds nothing, and one
+whose data set gets ``chunks`` is capped to two chunks.
 """
 
 from __future__ import annotations
