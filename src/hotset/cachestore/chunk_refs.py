@@ -27,7 +27,10 @@ cluster), so scans of the namespace never meet them; they expire on their own
 (``ttl_s``) when no job touches them.
 
 Which ids form a chunk is the policy's (``Policy.eviction_groups``); every job
-on one data set and budget computes the same groups. Ids outside any group
+on one data set and budget computes the same groups. A content-addressed
+namespace (``digest=``) holds several data sets, each with its own chunk 0: there
+the ref keys carry the data set's identity (``scope``), so a job releasing its
+chunk is not kept waiting by a job holding another data set's chunk of that number. Ids outside any group
 (``-1``) and whole units cached under ``n + unit`` are deleted as planned.
 """
 
