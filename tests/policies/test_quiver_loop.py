@@ -226,3 +226,22 @@ def test_a_bad_board_record_is_refused_by_name() -> None:
         policy.apply_board(_record("a", float("inf"), 1.0), [], budget_bytes=10, epoch=2)
     with pytest.raises(HotsetError, match="placement=true"):
         _policy(_system("quiver")).apply_board(_record("a", 1.0, 1.0), [], budget_bytes=10, epoch=2)
+
+
+def test_a_job_is_placed_again_when_another_job_leaves_the_board() -> None:
+    """The board is read before every epoch, not only after a probe: a job that lost
+    the namespace to a job gaining more gets it back once that job's record is gone."""
+    system = _system()
+    policy = _policy(system)
+    own = _record("a", t_miss=1.5, t_hit=1.0)  # gains, less than b per byte
+    rival = _record("b", 3.0, 1.0, dataset="e", size_bytes=TOTAL // 4)
+    boards = {2: [rival], 3: []}  # b leaves after epoch 2 (withdrawn, or its lease ended)
+
+    def hook(epoch: int, system: System) -> None:
+        if epoch >= 1:
+            board = boards.get(epoch, [])
+            policy.apply_board(own, board, budget_bytes=int(0.3 * TOTAL), epoch=epoch)
+
+    run = _run(system, epochs=4, before=hook)
+    assert run["admitted"][2] == 0 and run["admitted"][3] > 0
+    assert policy.summary()["caching"] is True and policy.summary()["placement"] == "chunks"
