@@ -49,9 +49,9 @@ class Params:
     n: int = 600
     epochs: int = 5
     batch_size: int = 16
-    probe: int = 5
-    latency_ms: float = 4.0
-    step_ms: float = 150.0
+    probe: int = 8
+    latency_ms: float = 2.0
+    step_ms: float = 300.0
     #: the namespace's budget over the larger data set's bytes
     cache_frac: float = 1.0
     #: epochs the gpu job trains before the io job starts

@@ -14,19 +14,19 @@ from hotset.cli.bench import finish, name_option, root_option
 @click.option("--epochs", type=click.IntRange(min=2), default=5, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=16, show_default=True)
 @click.option(
-    "--probe", type=click.IntRange(min=2), default=5, show_default=True, help="Batches a window."
+    "--probe", type=click.IntRange(min=2), default=8, show_default=True, help="Batches a window."
 )
 @click.option(
     "--latency-ms",
     type=click.FloatRange(min=0),
-    default=4.0,
+    default=2.0,
     show_default=True,
     help="Each job's modeled store: ms a request, one at a time.",
 )
 @click.option(
     "--step-ms",
     type=click.FloatRange(min=0),
-    default=150.0,
+    default=300.0,
     show_default=True,
     help="The gpu job's model step per batch (the io job has none).",
 )
