@@ -125,7 +125,7 @@ OPTIONS: dict[str, tuple[SystemOption, ...]] = {
             ),
             "reprobe_epochs": (
                 "int",
-                "with placement: probe again every N epochs (0: never)",
+                "with placement: probe again every N >= 2 epochs (a probe spans two; 0: never)",
             ),
         },
     )
