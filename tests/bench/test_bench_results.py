@@ -53,3 +53,14 @@ def test_a_script_naming_its_file_writes_a_result_that_renders(tmp_path: Path) -
     assert "## quiver-mask" in (tmp_path / "benchmarks" / "README.md").read_text()
     elsewhere = write_result_file(tmp_path / "out.json", "quiver-mask", {}, "python -m x")
     assert json.loads(elsewhere.read_text())["command"] == "python -m x"
+
+
+def test_a_file_that_is_no_suite_result_is_left_out_of_the_readme(tmp_path: Path) -> None:
+    """A module's own result file (``python -m hotset.bench.quiver_mask``: no suite, date
+    or machine) stopped every later ``write_result`` with a KeyError after writing."""
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "aaa-own.json").write_text(json.dumps({"command": "python -m x", "results": []}))
+    write_result("demo", {"table": []}, root=tmp_path, command="hotset bench demo")
+    text = (tmp_path / "benchmarks" / "README.md").read_text()
+    assert "## demo" in text and "aaa-own" not in text

@@ -143,3 +143,23 @@ def test_a_dead_server_fails_as_the_store_does(tmp_path: Path) -> None:
             job.delete_many([k for k, _ in _items([0])])
     finally:
         server.stop()
+
+
+def test_chunks_of_two_data_sets_in_one_namespace_are_refed_apart(redis_url: str) -> None:
+    """A content-addressed namespace holds several data sets, each with a chunk 0: a job
+    releasing its data set's chunk 0 is its only holder, whoever holds the other's."""
+
+    def one(job: str, scope: str) -> ChunkRefs:
+        cache = RedisCache(redis_url, namespace="sweep@content", capacity_bytes=10_000)
+        return ChunkRefs(cache, GROUPS, force_after_s=30.0, job=job, scope=scope)
+
+    a, b = one("a", "data-a"), one("b", "data-b")
+    a.put_many(_items([0, 1]))
+    b_items = _items([2, 3])  # its own data set's chunk 0: other entries
+    b.put_many(b_items)
+    assert a.holders(0) == {"a"} and b.holders(0) == {"b"}
+    b.delete_many([k for k, _ in b_items])  # b turned its caching off: its chunk goes now
+    assert b.get_many([k for k, _ in b_items]) == [None, None] and b.deferred == 0
+    assert _present(a, [0, 1]) == [True, True]
+    again = pickle.loads(pickle.dumps(b))  # a worker's copy keeps the data set's refs
+    assert again.scope == "data-b" and again.holders(0) == set()

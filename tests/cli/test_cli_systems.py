@@ -98,6 +98,9 @@ def test_options_json_and_a_system_without_options() -> None:
         ("evict_after_s", "number", 30.0),
         ("lookahead", "int or none", None),
         ("mask_failures", "bool", False),
+        ("placement", "bool", False),
+        ("min_benefit", "number", 1.1),
+        ("reprobe_epochs", "int", 0),
     ]
     code, out = run_cli("systems", "--options", "lru")
     assert (code, out.strip()) == (0, "system 'lru' takes no options")

@@ -161,6 +161,8 @@ def render_readme(*, root: Path = Path(".")) -> Path:
     ]
     for path in sorted(results_dir.glob("*.json")):
         doc = json.loads(path.read_text())
+        if not isinstance(doc, dict) or "suite" not in doc:
+            continue  # not a `hotset bench` result (a module's own file: quiver-mask.json)
         lines += [
             f"## {doc['suite']}",
             "",

@@ -27,7 +27,10 @@ cluster), so scans of the namespace never meet them; they expire on their own
 (``ttl_s``) when no job touches them.
 
 Which ids form a chunk is the policy's (``Policy.eviction_groups``); every job
-on one data set and budget computes the same groups. Ids outside any group
+on one data set and budget computes the same groups. A content-addressed
+namespace (``digest=``) holds several data sets, each with its own chunk 0: there
+the ref keys carry the data set's identity (``scope``), so a job releasing its
+chunk is not kept waiting by a job holding another data set's chunk of that number. Ids outside any group
 (``-1``) and whole units cached under ``n + unit`` are deleted as planned.
 """
 
@@ -79,6 +82,7 @@ class ChunkRefs:
         force_after_s: float,
         job: str | None = None,
         ttl_s: float = 600.0,
+        scope: str = "",
     ) -> None:
         if not isinstance(cache, RedisCache):
             raise HotsetError(
@@ -93,6 +97,9 @@ class ChunkRefs:
         self.force_after_s = float(force_after_s)
         self.ttl_s = float(ttl_s)
         self.job = job or secrets.token_hex(8)
+        #: which data set's chunks: a content-addressed namespace holds several data sets,
+        #: whose chunk 3 are different chunks (empty: the namespace is one data set's)
+        self.scope = str(scope)
         #: deletes this handle left for other jobs (per process)
         self.deferred = 0
         #: chunks released but kept for other jobs: group -> (local release time, keys);
@@ -101,7 +108,8 @@ class ChunkRefs:
         self._script: Any = cache.client.register_script(_RELEASE)  # loaded on first use
 
     def _keys(self, group: int) -> tuple[str, str]:
-        base = f"hotset-refs:{{{self.cache.namespace}:{group}}}"
+        within = f"{self.scope}:{group}" if self.scope else str(group)
+        base = f"hotset-refs:{{{self.cache.namespace}:{within}}}"
         return f"{base}:jobs", f"{base}:first-release"
 
     def _group(self, key: CacheKey) -> int:
@@ -219,11 +227,16 @@ class ChunkRefs:
         # the inner cache reconnects in the worker; the job stays the same job
         return (
             _reopen,
-            (self.cache, self.groups, self.force_after_s, self.job, self.ttl_s),
+            (self.cache, self.groups, self.force_after_s, self.job, self.ttl_s, self.scope),
         )
 
 
 def _reopen(
-    cache: RedisCache, groups: npt.NDArray[np.int64], force_after_s: float, job: str, ttl_s: float
+    cache: RedisCache,
+    groups: npt.NDArray[np.int64],
+    force_after_s: float,
+    job: str,
+    ttl_s: float,
+    scope: str = "",
 ) -> ChunkRefs:
-    return ChunkRefs(cache, groups, force_after_s=force_after_s, job=job, ttl_s=ttl_s)
+    return ChunkRefs(cache, groups, force_after_s=force_after_s, job=job, ttl_s=ttl_s, scope=scope)

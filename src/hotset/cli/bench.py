@@ -27,6 +27,7 @@ _SUITE_MODULES: dict[str, str] = {
     "which": "hotset.cli.bench_which",
     "locality": "hotset.cli.bench_locality",
     "icachejobs": "hotset.cli.bench_icache_jobs",
+    "placement": "hotset.cli.bench_quiverloop",
 }
 
 #: commands of the group that read committed results instead of measuring (no suite)

@@ -157,6 +157,38 @@ class Policy(ABC):
         """The step of the chunk cycle the policy is loading now; None: not started."""
         return None
 
+    # -- benefit-aware placement across jobs (Quiver §5.3) -------------------------
+    def wants_board(self) -> bool:
+        """Whether the driver should publish this job's probes on its namespace's probe
+        board and give the policy the board before each epoch (:meth:`apply_board`)."""
+        return False
+
+    def probe_window(self) -> tuple[str, int] | None:
+        """Whether the current epoch's first batches are a probe window the driver times:
+        (``"miss"``: planned without the cache, or ``"hit"``: with it, how many batches);
+        None: not a window."""
+        return None
+
+    def probe_record(
+        self, job: str, dataset: str, batch_seconds: Sequence[float]
+    ) -> dict[str, str | int | float] | None:
+        """The probe from the ``miss`` window's mini-batch times followed by the ``hit``
+        window's, as plain values to publish; None when they are too few."""
+        return None
+
+    def apply_board(
+        self,
+        own: Mapping[str, object] | None,
+        board: Sequence[Mapping[str, object]],
+        *,
+        budget_bytes: int,
+        epoch: int,
+    ) -> None:
+        """Before ``epoch``'s start state is recorded: the job's own probe record (None:
+        the one it applied last), the records other jobs published, and the namespace's
+        budget; an input, saved with the state, so a resume decides as the interrupted
+        run did."""
+
     # -- cache failures the driver saw (Quiver §4.8) -------------------------------
     def cache_lost(self, ids: Sequence[int], *, unreachable: bool = False) -> None:
         """The cache failed to return ``ids`` the policy holds (gone, or the cache

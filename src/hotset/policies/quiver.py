@@ -37,12 +37,22 @@ started after the others joins the cycle at the chunk they load now (Algorithm
 given by the loader from the namespace before the first epoch and saved with the
 state (:mod:`hotset.cachestore.shared_cycle`). The cycle carries on across
 epochs: an epoch starts with whatever two chunks are in.
+
+Benefit-aware placement (§5.3) is open loop by default: ``probe=N`` plans the
+first N batches without the cache and nothing else follows. ``placement=True``
+closes it (:mod:`hotset.policies.quiver_loop`): the loader times the probe's
+windows, publishes the job's record on its namespace's board and, before each
+later epoch, gives the policy every job's record (:meth:`Quiver.apply_board`, an
+input saved with the state); a job that gains less than ``min_benefit`` then
+plans every request as a read of the id asked for and holds nothing, and one
+whose data set gets ``chunks`` is capped to two chunks.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -57,6 +67,8 @@ from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.policies.quiver_chunks import ChunkCycle, StripedChunks
 from hotset.policies.quiver_epoch import EpochView
+from hotset.policies.quiver_loop import PlacementState, check_open_loop
+from hotset.policies.quiver_placement import DataSetSpace, probe_result, record_of
 
 #: what summary() and the state count, in this order
 _COUNTERS = (
@@ -88,6 +100,9 @@ class Quiver(Policy):
         evict_after_s: float = 30.0,
         lookahead: int | None = None,
         mask_failures: bool = False,
+        placement: bool = False,
+        min_benefit: float = 1.1,
+        reprobe_epochs: int = 0,
     ) -> None:
         super().__init__(budget, seed=seed)
         if batch_size < 1:
@@ -106,6 +121,14 @@ class Quiver(Policy):
         if not isinstance(mask_failures, bool):
             raise HotsetError(f"quiver: mask_failures must be True or False, got {mask_failures!r}")
         self.batch_size = int(batch_size)
+        #: §5.3 closed: the namespace's probe board decides this job's caching at each
+        #: epoch's start (quiver_loop.PlacementState; None: open loop, as before)
+        check_open_loop(placement, reprobe_epochs, probe_on=placement)
+        self.loop = (
+            PlacementState(probe=probe, min_benefit=min_benefit, reprobe_epochs=reprobe_epochs)
+            if placement
+            else None
+        )
         #: route around cache entries the driver reports lost (§4.8): see cache_lost()
         self.mask_failures = mask_failures
         #: ids dropped as lost, whose cache deletes the next background() plans
@@ -124,6 +147,8 @@ class Quiver(Policy):
         #: after the first job released it, even if a slower job still uses it (§5.1)
         self.evict_after_s = float(evict_after_s)
         self.batches_done = 0
+        #: the job's batch number at the current epoch's start
+        self._epoch_first = 0
         self._resident: set[int] = set()
         self._cycle: ChunkCycle | None = None  # sized at the first epoch (n known then)
         #: the step of the shared chunk cycle this job joined at (Algorithm 1's
@@ -155,7 +180,7 @@ class Quiver(Policy):
                 n = int(np.max(planned)) + 1
             else:
                 raise HotsetError("quiver: needs sizes, a layout or a planned order")
-            chunks = StripedChunks(self.budget, self.layout, n)
+            chunks = StripedChunks(self._cycle_budget(), self.layout, n)
             self._cycle = ChunkCycle(chunks, seed=self.seed)
             self._cycle.next_step = self.joined or 0
         return self._cycle
@@ -163,6 +188,9 @@ class Quiver(Policy):
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
         super().begin_epoch(epoch, planned)
         self._reloaded = set()
+        self._epoch_first = self.batches_done
+        if self.loop is not None:
+            self.loop.begin_epoch(epoch, self.batches_done)
         cycle = self._cycle_for(planned)
         chunks = cycle.chunks
         window = None if self.lookahead is None else self.lookahead * self.batch_size
@@ -174,8 +202,86 @@ class Quiver(Policy):
             lookahead=window,
         )
         self._view.add_residents(sorted(self._resident))
+        if self._caching_off():
+            # nothing to load: the next epoch that caches joins the shared cycle afresh
+            self.joined = None if not cycle.chunks_in else self.joined
+            return
         if not cycle.chunks_in:
             cycle.start_next()
+
+    # -- benefit-aware placement, closed (§5.3; hotset.policies.quiver_loop) ----------
+    def _cycle_budget(self) -> Budget:
+        """The budget chunks are cut in: the job's own, or two chunks' worth when the
+        namespace's board gave its data set ``chunks`` (no static set beyond them)."""
+        cap = None if self.loop is None else self.loop.cap_bytes
+        if cap is None:
+            return self.budget
+        own = self.budget.capacity_bytes
+        return replace(self.budget, capacity_bytes=cap if own is None else min(own, cap))
+
+    def wants_board(self) -> bool:
+        """Whether a driver should publish this job's probe and give it the board."""
+        return self.loop is not None
+
+    def probe_window(self) -> tuple[str, int] | None:
+        """The probe window the current epoch's first batches are: (``miss`` or ``hit``,
+        how many batches); None: none (or no placement: the open loop's probe is timed
+        by whoever reads ``batch_seconds``)."""
+        loop = self.loop
+        if loop is None:
+            return None
+        which = loop.window(self.epoch, self._epoch_first)
+        return None if which is None else (which, loop.probe)
+
+    def probe_record(
+        self, job: str, dataset: str, batch_seconds: Sequence[float]
+    ) -> dict[str, str | int | float] | None:
+        """A board record from the times of the ``miss`` window then the ``hit`` one
+        (``probe`` batches each); None when they are fewer."""
+        if self.loop is None or len(batch_seconds) < 2 * self.loop.probe:
+            return None
+        n = self.loop.probe
+        probe = probe_result(job, dataset, batch_seconds[: 2 * n], probe=n)
+        return record_of(probe, self._space())
+
+    def _space(self) -> DataSetSpace:
+        """The data set's bytes and its chunk's (§5.3: "a fixed size chunk ... or 10% of the
+        data set"), as the job's budget cuts them, short of the whole data set: a job whose
+        budget holds it all cycles one chunk, which is no price for two chunks."""
+        n = len(self._cycle_for(None).chunks.chunk_of_id)
+        sizes = self.budget.sizes
+        total = n if sizes is None else int(np.asarray(sizes[:n]).sum())
+        own = self.budget.capacity_bytes
+        short = max(1, total - 1) if own is None else min(own, max(1, total - 1))
+        chunks = StripedChunks(replace(self.budget, capacity_bytes=short), self.layout, n)
+        return DataSetSpace(total, max(chunks.chunk_bytes))
+
+    def apply_board(
+        self,
+        own: Mapping[str, object] | None,
+        board: Sequence[Mapping[str, object]],
+        *,
+        budget_bytes: int,
+        epoch: int,
+    ) -> None:
+        """Apply the namespace's probe board before ``epoch`` begins (an input, recorded;
+        ``own`` None: the job's record as last applied, as after a resume).
+
+        Where the job's caching changes (turned off or on, or capped to two chunks),
+        it starts its cache afresh: what it holds is evicted with the next plan, and
+        its chunk cycle joins the shared one again when it next caches.
+        """
+        if self.loop is None:
+            raise HotsetError("quiver: apply_board() needs placement=true")
+        if self.loop.apply(own, board, budget_bytes=budget_bytes, epoch=epoch):
+            self._restart_cache()
+
+    def _restart_cache(self) -> None:
+        assert self.loop is not None
+        self.loop.drops += sorted(self._resident)
+        self._resident = set()
+        self.used_bytes = self.used_items = 0
+        self._cycle, self._view, self.joined = None, None, None
 
     # -- the chunk cycle of a cache shared by jobs (Algorithm 1, getCurrentChunk) -------
     def awaits_join(self) -> bool:
@@ -210,7 +316,13 @@ class Quiver(Policy):
     # -- after each batch: release and load ---------------------------------------------
     def probing_next(self, ahead: int = 0) -> bool:
         """Whether batch ``batches_done + ahead`` of the job is a probe batch (no cache)."""
+        if self.loop is not None:
+            return self.loop.probing(self.batches_done + ahead)
         return self.batches_done + ahead < self.probe
+
+    def _caching_off(self) -> bool:
+        """The closed loop turned this job's caching off (§5.3): it admits nothing."""
+        return self.loop is not None and self.loop.caching_off
 
     def background(self) -> Background:
         """Release a consumed chunk whose successor is in; load the next chunk's share.
@@ -221,10 +333,12 @@ class Quiver(Policy):
         """
         self.batches_done += 1
         cycle, view = self._cycle, self._view
-        if cycle is None or view is None or self.probing_next():
-            return Background()
+        # what a placement reset dropped leaves the cache with the next plan, probing or not
+        dropped = self.loop.take_drops() if self.loop is not None else []
+        if cycle is None or view is None or self.probing_next() or self._caching_off():
+            return Background(evicted=tuple(dropped))
         # lost entries leave the cache's books too (a put of a reload is then not skipped)
-        evicted: list[int] = [s for s in self._lost if s not in self._resident]
+        evicted: list[int] = dropped + [s for s in self._lost if s not in self._resident]
         self._lost = []
         loads: list[Load] = []
         ahead = 2 * self.batch_size
@@ -364,7 +478,7 @@ class Quiver(Policy):
         view.at += 1
         if not view.planned:  # a replayed trace: no substitution, hits where cached
             return Decision(sid, Outcome.HIT if sid in self._resident else Outcome.MISS, sid)
-        if self.probing_next():  # read alone, as without hotset
+        if self.probing_next() or self._caching_off():  # read alone, as without hotset
             target = sid if not view.used[sid] else view.earliest_pending()
             return self._serve(sid, Outcome.MISS, sid if target is None else target)
         if view.pending(sid) and sid in self._resident:
@@ -445,16 +559,19 @@ class Quiver(Policy):
             "probe_batches": min(self.probe, self.batches_done),
             "joined_step": self.joined,
             "masked_losses": self.masked_losses,
-        }
+        } | ({} if self.loop is None else self.loop.summary())
 
     def state_dict(self) -> dict[str, Any]:
-        return {
+        state = {
             "resident": sorted(self._resident),
             "cycle": None if self._cycle is None else self._cycle.state(),
             "batches_done": self.batches_done,
             "counters": [getattr(self, c) for c in _COUNTERS],
             "joined": self.joined,
         }
+        if self.loop is not None:  # the open loop's state stays as it was
+            state["loop"] = self.loop.state()
+        return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         for key in ("resident", "cycle", "batches_done", "counters"):
@@ -462,6 +579,14 @@ class Quiver(Policy):
                 raise HotsetError(f"quiver state: missing {key!r}")
         joined = state.get("joined", 0)  # a state saved before joining existed started at 0
         self.joined = None if joined is None else int(joined)
+        if self.loop is not None:  # before the cycle: its chunks are cut within the cap
+            if "loop" not in state:
+                raise HotsetError(
+                    "quiver state: saved without placement=true, loaded with it: "
+                    "resume with the options of the run that saved it"
+                )
+            self.loop.load_state(state["loop"])
+            self._cycle = None
         self._resident = {int(s) for s in state["resident"]}
         self.used_bytes = sum(self.budget.size_of(s) for s in self._resident)
         self.used_items = len(self._resident)

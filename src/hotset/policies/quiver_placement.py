@@ -22,12 +22,19 @@ in the same order. The GPU time a job saves is ``(b - 1) * gpus`` (the paper's
 job below ``min_benefit`` is counted as gaining nothing, and a data set only
 such jobs read gets no space. Everything here is pure: the measuring is the
 driver's, the decision is a function of the measurements.
+
+:func:`place_job` closes the loop for one job (:mod:`hotset.policies.quiver_loop`):
+:func:`place` over every job's record on the namespace's probe board (records are
+plain values, :func:`record_of` / :func:`from_record`), then whether the job
+itself caches at all.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from hotset.errors import HotsetError
 
@@ -131,3 +138,97 @@ def place(
         if extra <= left:
             chosen[d], left = "full", left - extra
     return chosen
+
+
+# -- closing the loop: one job's decision from the namespace's probe board ---------------
+#: what one board record holds, each a plain number or string (what the board stores as
+#: JSON and a policy's state records): a job's probe and its data set's space
+RECORD_FIELDS = ("job", "dataset", "t_miss", "t_hit", "gpus", "size_bytes", "chunk_bytes")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What :func:`place_job` decided for one job.
+
+    ``option`` is its data set's (``full``, ``chunks`` or ``none``); ``caching`` is
+    False when the job itself gains less than ``min_benefit`` or its data set gets no
+    space: the job then admits nothing and reads from storage.
+    """
+
+    option: str
+    caching: bool
+    benefit: float
+    #: bytes the job may hold for its data set's chunks: two chunks for ``chunks``,
+    #: None (its whole budget, as without placement) for ``full``, 0 with caching off
+    cap_bytes: int | None
+
+
+def record_of(probe: ProbeResult, space: DataSetSpace) -> dict[str, str | int | float]:
+    """A probe and its data set's space as one board record (plain values only)."""
+    return {
+        "job": probe.job,
+        "dataset": probe.dataset,
+        "t_miss": float(probe.t_miss),
+        "t_hit": float(probe.t_hit),
+        "gpus": int(probe.gpus),
+        "size_bytes": int(space.size_bytes),
+        "chunk_bytes": int(space.chunk_bytes),
+    }
+
+
+def from_record(record: Mapping[str, object]) -> tuple[ProbeResult, DataSetSpace]:
+    """A board record back as a probe and a space; a bad record is a HotsetError."""
+    missing = [f for f in RECORD_FIELDS if f not in record]
+    if missing:
+        raise HotsetError(f"probe record lacks {', '.join(missing)}: {dict(record)!r}")
+    job, dataset = record["job"], record["dataset"]
+    if not isinstance(job, str) or not isinstance(dataset, str):
+        raise HotsetError(f"probe record: job and dataset must be strings, got {dict(record)!r}")
+    sizes = [v for v in (record["size_bytes"], record["chunk_bytes"]) if _count(v)]
+    if len(sizes) != 2:
+        raise HotsetError(f"probe record: sizes must be integers >= 0, got {dict(record)!r}")
+    t_miss, t_hit, gpus = record["t_miss"], record["t_hit"], record["gpus"]
+    for t in (t_miss, t_hit):
+        if not isinstance(t, int | float) or isinstance(t, bool) or not math.isfinite(t):
+            raise HotsetError(f"probe record: times must be finite numbers, got {dict(record)!r}")
+    probe = ProbeResult(job, dataset, t_miss, t_hit, gpus)  # type: ignore[arg-type]
+    return probe, DataSetSpace(sizes[0], sizes[1])
+
+
+def _count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def place_job(
+    own: Mapping[str, object],
+    board: Sequence[Mapping[str, object]],
+    *,
+    budget_bytes: int,
+    min_benefit: float = 1.1,
+) -> Placement:
+    """One job's placement: :func:`place` over every job's probe on the board (the
+    job's own record ``own`` replaces any of its on the board, so a job whose
+    publish failed still counts), then the job's own switch.
+
+    A data set's space is the largest any record gives for it (records of one data
+    set agree but for a job's budget). Pure: the same records give the same decision.
+    """
+    mine, my_space = from_record(own)
+    probes: dict[str, ProbeResult] = {}
+    spaces: dict[str, DataSetSpace] = {}
+    for record in [*board, own]:
+        probe, space = from_record(record)
+        probes[probe.job] = probe
+        have = spaces.get(probe.dataset)
+        if have is None or (space.size_bytes, space.chunk_bytes) > (
+            have.size_bytes,
+            have.chunk_bytes,
+        ):
+            spaces[probe.dataset] = space
+    ordered = [probes[j] for j in sorted(probes)]
+    option = place(spaces, ordered, budget_bytes=budget_bytes, min_benefit=min_benefit)[
+        mine.dataset
+    ]
+    caching = option != "none" and mine.benefit >= min_benefit
+    cap: int | None = None if option == "full" else my_space.cost("chunks")
+    return Placement(option, caching, mine.benefit, cap if caching else 0)

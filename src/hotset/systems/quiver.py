@@ -30,6 +30,9 @@ DEFAULTS: dict[str, Any] = {
     "evict_after_s": 30.0,
     "lookahead": None,
     "mask_failures": False,
+    "placement": False,
+    "min_benefit": 1.1,
+    "reprobe_epochs": 0,
 }
 
 
@@ -52,6 +55,12 @@ def build_quiver(
     default because masking makes decisions depend on what the cache lost, which a
     checkpoint does not record: a job resumed on a shared namespace whose entries
     changed meanwhile would not go on exactly as the interrupted one.
+    ``placement`` closes §5.3's loop (needs ``probe >= 2``): the job publishes its probe
+    on its namespace's board and, at each epoch's start, applies ``place()`` to every
+    job's probe there; a job gaining less than ``min_benefit`` (or whose data set gets
+    no space) turns its caching off. ``reprobe_epochs=E`` probes again every E epochs
+    (0, the default: never; a probe costs ``probe`` batches read from storage, and a
+    job's benefit changes only when the load on the store does).
     """
     opts = with_defaults("quiver", options, DEFAULTS)
     return System(
@@ -65,6 +74,9 @@ def build_quiver(
             evict_after_s=opts["evict_after_s"],
             lookahead=opts["lookahead"],
             mask_failures=opts["mask_failures"],
+            placement=opts["placement"],
+            min_benefit=opts["min_benefit"],
+            reprobe_epochs=opts["reprobe_epochs"],
         ),
         table=ImportanceTable(n),
         options={"batch_size": batch_size},
@@ -101,6 +113,19 @@ OPTIONS: dict[str, tuple[SystemOption, ...]] = {
                 "bool",
                 "substitute around cache entries lost to a failure, reload them with the "
                 "chunks (§4.8); false: read each failed cache read from storage",
+            ),
+            "placement": (
+                "bool",
+                "apply benefit-aware placement from the namespace's probe board at each "
+                "epoch's start (§5.3; needs probe >= 2); false: the probe is only measured",
+            ),
+            "min_benefit": (
+                "number",
+                "with placement: a job whose t_miss / t_hit is below this turns caching off",
+            ),
+            "reprobe_epochs": (
+                "int",
+                "with placement: probe again every N >= 2 epochs (a probe spans two; 0: never)",
             ),
         },
     )

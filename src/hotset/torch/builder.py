@@ -38,6 +38,7 @@ from torch.utils.data import DataLoader
 from hotset.cachestore.base import CacheStore
 from hotset.cachestore.chunk_refs import ChunkRefs
 from hotset.cachestore.job_importance import SharedJobs
+from hotset.cachestore.probe_board import ProbeBoard
 from hotset.cachestore.redaction import redact_spec_value
 from hotset.cachestore.redis_store import RedisCache
 from hotset.cachestore.session import CacheSession, check_share_backend
@@ -51,6 +52,7 @@ from hotset.engine.packages import PackageFiles
 from hotset.engine.planner import Planner
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
+from hotset.policies.quiver_placement import from_record
 from hotset.storage.local import LocalStore
 from hotset.systems.auto import AUTO, Choice, choose
 from hotset.systems.base import System
@@ -72,6 +74,7 @@ from hotset.torch.options import DEFAULT_CACHE, DEFAULT_READAHEAD_BYTES, LoaderO
 from hotset.torch.packing import PackingThread
 from hotset.torch.plansampler import PlanSampler
 from hotset.torch.prefetch import UnitPrefetcher
+from hotset.torch.probelink import ProbeLink, job_id
 from hotset.torch.readahead import ReadAhead
 from hotset.torch.sequencer import Sequencer
 from hotset.torch.user import is_unhashed, unhashed_verify_error
@@ -128,6 +131,8 @@ class LoaderParts:
     cycle: CycleLink | None = None
     #: where iCACHE's multi-job keys learn the other jobs' benefit and RIV (§III-D)
     jobs: JobsLink | None = None
+    #: where a policy that places by benefit publishes its probe and reads the others'
+    probes: ProbeLink | None = None
 
 
 @dataclass
@@ -219,6 +224,7 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
         new_dataloader=new_dataloader,
         jobs=_jobs_link(plan, session, world_size),
         cycle=cycle,
+        probes=_probe_link(plan, session, data, rank),
     )
 
 
@@ -518,7 +524,9 @@ def _open_cache(
     groups = plan.system.policy.eviction_groups() if session.shared else None
     if groups is not None and isinstance(cache, RedisCache):
         # jobs sharing the namespace evict a group once all have released it
-        cache = ChunkRefs(cache, groups.groups, force_after_s=groups.force_after_s)
+        # a content-addressed namespace holds several data sets: each its own chunks
+        scope = "" if job_digest is None else manifest.identity()
+        cache = ChunkRefs(cache, groups.groups, force_after_s=groups.force_after_s, scope=scope)
     return session, cache
 
 
@@ -541,6 +549,25 @@ def _cycle_link(plan: _Plan, session: CacheSession | None) -> CycleLink | None:
     if not isinstance(session.cache, RedisCache):
         return None
     return CycleLink(SharedCycle(session.cache), plan.system.policy)
+
+
+def _probe_link(
+    plan: _Plan, session: CacheSession | None, data: HotsetDataset, rank: int
+) -> ProbeLink | None:
+    """A policy that places by benefit (``quiver[placement=true]``): its link to the
+    namespace's probe board (none on a private cache: it places by its own probe)."""
+    if not plan.system.policy.wants_board():
+        return None
+    board = None
+    if session is not None and session.shared and isinstance(session.cache, RedisCache):
+        board = ProbeBoard(session.cache, check=from_record)
+    return ProbeLink(
+        board,
+        plan.system.policy,
+        job=job_id(rank),
+        dataset=data.manifest.identity(),
+        budget_bytes=plan.capacity if plan.caps.caches else 0,
+    )
 
 
 # -- the worker side ----------------------------------------------------------------

@@ -190,6 +190,7 @@ class HotsetLoader(Checkpoints):
         self._dataloader: DataLoader[Any] | None = parts.dataloader
         self._cycle = parts.cycle
         self._jobs = parts.jobs
+        self._probes = parts.probes
         self._new_dataloader = parts.new_dataloader
         self._sampler = parts.sampler
         #: iter() calls on ``_dataloader``: after the first, kept workers are reseeded
@@ -287,6 +288,8 @@ class HotsetLoader(Checkpoints):
         elif self._status in ("running", "finished"):
             self._close_epoch()
         if self._status == "idle":
+            if self._probes is not None:  # the board's placement, before the start state
+                self._probes.before_epoch(self._next_epoch)  # (a resumed epoch has its own)
             self._begin_epoch(self._next_epoch)
         self._abandon_unwritten(clear=False)
 
@@ -510,6 +513,8 @@ class HotsetLoader(Checkpoints):
             self._cycle.leave(self.cache, self._fetcher.key_of)
         if self._jobs is not None:
             self._jobs.leave()
+        if self._probes is not None:  # its probe stops counting for the others' placement
+            self._probes.leave()
         if self.cache is not None:
             assert self._session is not None
             self._session.close()  # a private namespace is dropped, a shared one kept
@@ -708,6 +713,8 @@ class HotsetLoader(Checkpoints):
                 now = time.perf_counter()
                 self._batch_seconds.append(now - last_yield)
                 last_yield = now
+                if self._probes is not None and self._yielded == len(self._batch_seconds):
+                    self._probes.after_batch(self._batch_seconds)  # not in a resumed epoch
                 self._last_ids = ids
                 yield shape_batch(shape, x, y, ids, w)
             stats.wall_seconds = time.perf_counter() - wall_start
