@@ -98,6 +98,27 @@ _COUNTERS = (
 )
 
 
+def _check_options(
+    batch_size: int, probe: int, evict_after_s: float, lookahead: int | None, mask_failures: bool
+) -> None:
+    """Refuse a bad option, naming it and its value."""
+    if batch_size < 1:
+        raise HotsetError(f"quiver: batch_size must be >= 1, got {batch_size}")
+    if isinstance(probe, bool) or not isinstance(probe, int) or probe < 0:
+        raise HotsetError(f"quiver: probe must be a number of batches >= 0, got {probe!r}")
+    bad_time = isinstance(evict_after_s, bool) or not isinstance(evict_after_s, int | float)
+    if bad_time or not evict_after_s > 0:
+        raise HotsetError(f"quiver: evict_after_s must be seconds > 0, got {evict_after_s!r}")
+    bad_look = isinstance(lookahead, bool) or not isinstance(lookahead, int | None)
+    if bad_look or (lookahead is not None and lookahead < 1):
+        raise HotsetError(
+            f"quiver: lookahead must be a number of batches >= 1 (the paper's: 10) or "
+            f"None (every pending id), got {lookahead!r}"
+        )
+    if not isinstance(mask_failures, bool):
+        raise HotsetError(f"quiver: mask_failures must be True or False, got {mask_failures!r}")
+
+
 class Quiver(Policy):
     """Substitutable hits over two striped chunks at a time; see the module docstring."""
 
@@ -123,21 +144,7 @@ class Quiver(Policy):
         #: what the job holds (before Policy's books, which are its books)
         self.holdings = Holdings(budget)
         super().__init__(budget, seed=seed)
-        if batch_size < 1:
-            raise HotsetError(f"quiver: batch_size must be >= 1, got {batch_size}")
-        if isinstance(probe, bool) or not isinstance(probe, int) or probe < 0:
-            raise HotsetError(f"quiver: probe must be a number of batches >= 0, got {probe!r}")
-        bad_time = isinstance(evict_after_s, bool) or not isinstance(evict_after_s, int | float)
-        if bad_time or not evict_after_s > 0:
-            raise HotsetError(f"quiver: evict_after_s must be seconds > 0, got {evict_after_s!r}")
-        bad_look = isinstance(lookahead, bool) or not isinstance(lookahead, int | None)
-        if bad_look or (lookahead is not None and lookahead < 1):
-            raise HotsetError(
-                f"quiver: lookahead must be a number of batches >= 1 (the paper's: 10) or "
-                f"None (every pending id), got {lookahead!r}"
-            )
-        if not isinstance(mask_failures, bool):
-            raise HotsetError(f"quiver: mask_failures must be True or False, got {mask_failures!r}")
+        _check_options(batch_size, probe, evict_after_s, lookahead, mask_failures)
         self.batch_size = int(batch_size)
         #: §5.3 closed: the namespace's probe board decides this job's caching at each
         #: epoch's start (quiver_loop.PlacementState; None: open loop, as before)
@@ -190,11 +197,6 @@ class Quiver(Policy):
         """The step of the shared chunk cycle this job joined at (None: never asked)."""
         return self.cycle.joined
 
-    @property
-    def loop(self) -> PlacementState | None:
-        """The closed loop's state (None: open loop)."""
-        return self.placement.state
-
     # -- sizing -------------------------------------------------------------------------
     def attach_layout(self, layout: UnitLayout | None) -> None:
         super().attach_layout(layout)
@@ -213,8 +215,8 @@ class Quiver(Policy):
         super().begin_epoch(epoch, planned)
         self.mask.begin_epoch()
         self._epoch_first = self.batches_done
-        if self.loop is not None:
-            self.loop.begin_epoch(epoch, self.batches_done)
+        if self.placement.state is not None:
+            self.placement.state.begin_epoch(epoch, self.batches_done)
         cycle = self._cycle_for(planned)
         chunks = cycle.chunks
         window = None if self.lookahead is None else self.lookahead * self.batch_size
@@ -237,7 +239,7 @@ class Quiver(Policy):
     # -- benefit-aware placement, closed (§5.3; hotset.policies.quiver_loop) ----------
     def wants_board(self) -> bool:
         """Whether a driver should publish this job's probe and give it the board."""
-        return self.loop is not None
+        return self.placement.state is not None
 
     def probe_window(self) -> tuple[str, int] | None:
         """The probe window the current epoch's first batches are: (``miss`` or ``hit``,
@@ -272,16 +274,13 @@ class Quiver(Policy):
         it starts its cache afresh: what it holds is evicted with the next plan, and
         its chunk cycle joins the shared one again when it next caches.
         """
-        if self.loop is None:
+        loop = self.placement.state
+        if loop is None:
             raise HotsetError("quiver: apply_board() needs placement=true")
-        if self.loop.apply(own, board, budget_bytes=budget_bytes, epoch=epoch):
-            self._restart_cache()
-
-    def _restart_cache(self) -> None:
-        assert self.loop is not None
-        self.loop.drops += self.holdings.clear()
-        self.cycle.forget()
-        self.cycle.joined = None
+        if loop.apply(own, board, budget_bytes=budget_bytes, epoch=epoch):
+            loop.drops += self.holdings.clear()
+            self.cycle.forget()
+            self.cycle.joined = None
 
     # -- the chunk cycle of a cache shared by jobs (Algorithm 1, getCurrentChunk) -------
     def awaits_join(self) -> bool:
@@ -401,8 +400,8 @@ class Quiver(Policy):
             "counters": [getattr(o, c) for o, c in zip(self._counted(), _COUNTERS, strict=True)],
             "joined": self.joined,
         }
-        if self.loop is not None:  # the open loop's state stays as it was
-            state["loop"] = self.loop.state()
+        if self.placement.state is not None:  # the open loop's state stays as it was
+            state["loop"] = self.placement.state.state()
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -411,13 +410,14 @@ class Quiver(Policy):
                 raise HotsetError(f"quiver state: missing {key!r}")
         joined = state.get("joined", 0)  # a state saved before joining existed started at 0
         self.cycle.joined = None if joined is None else int(joined)
-        if self.loop is not None:  # before the cycle: its chunks are cut within the cap
+        loop = self.placement.state
+        if loop is not None:  # before the cycle: its chunks are cut within the cap
             if "loop" not in state:
                 raise HotsetError(
                     "quiver state: saved without placement=true, loaded with it: "
                     "resume with the options of the run that saved it"
                 )
-            self.loop.load_state(state["loop"])
+            loop.load_state(state["loop"])
             self.cycle.forget()
         self.holdings.restore(state["resident"])
         if state["cycle"] is not None:
