@@ -92,6 +92,32 @@ def _share(name: str, value: object, *, low_open: bool = False) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
+def _check_options(
+    substitute_to: object,
+    flags: Mapping[str, object],
+    full_epoch: object,
+    multijob: object,
+    eligible_above: float,
+    probe_requests: object,
+) -> float:
+    """Refuse a bad option, naming it and its value; the multi-job threshold (checked
+    even when ``multijob`` is off)."""
+    if substitute_to not in SUBSTITUTE_TO:
+        raise HotsetError(f"icache: substitute_to must be 'l' or 'h', got {substitute_to!r}")
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise HotsetError(f"icache: {name} must be True or False, got {value!r}")
+    if flags["full_fill"] and full_epoch is None:
+        raise HotsetError("icache: full_fill needs full_epoch, the sampler's full-epoch rule")
+    if not isinstance(multijob, bool):
+        raise HotsetError(f"icache: multijob must be True or False, got {multijob!r}")
+    threshold = check_threshold(eligible_above)
+    bad = isinstance(probe_requests, bool) or not isinstance(probe_requests, int)
+    if bad or probe_requests < 0:  # type: ignore[operator]
+        raise HotsetError(f"icache: probe_requests must be an int >= 0, got {probe_requests!r}")
+    return threshold
+
+
 class ICache(Policy):
     """iCACHE's H/L cache; see the module docstring."""
 
@@ -117,27 +143,15 @@ class ICache(Policy):
         super().__init__(budget, seed=seed)
         self.h_share = _share("h_share", h_share)
         self.h_start = _share("h_start", h_start)
-        if substitute_to not in SUBSTITUTE_TO:
-            raise HotsetError(f"icache: substitute_to must be 'l' or 'h', got {substitute_to!r}")
-        if not isinstance(resize, bool):
-            raise HotsetError(f"icache: resize must be True or False, got {resize!r}")
-        if not isinstance(lookahead, bool):
-            raise HotsetError(f"icache: lookahead must be True or False, got {lookahead!r}")
-        if not isinstance(full_fill, bool):
-            raise HotsetError(f"icache: full_fill must be True or False, got {full_fill!r}")
-        if full_fill and full_epoch is None:
-            raise HotsetError("icache: full_fill needs full_epoch, the sampler's full-epoch rule")
+        flags = {"resize": resize, "lookahead": lookahead, "full_fill": full_fill}
+        threshold = _check_options(
+            substitute_to, flags, full_epoch, multijob, eligible_above, probe_requests
+        )
         self.full_fill = full_fill
         self.full_epoch = full_epoch
-        if not isinstance(multijob, bool):
-            raise HotsetError(f"icache: multijob must be True or False, got {multijob!r}")
-        #: §III-D: keyed by the adjusted importance of the jobs sharing the cache
-        threshold = check_threshold(eligible_above)  # checked even when multijob is off
-        #: the importance snapshot in use and the shadow heap (icache_keys)
+        #: §III-D: keyed by the adjusted importance of the jobs sharing the cache; the
+        #: importance snapshot in use and the shadow heap (icache_keys)
         self.keys = ImportanceKeys(JobKeys(threshold=threshold) if multijob else None)
-        bad = isinstance(probe_requests, bool) or not isinstance(probe_requests, int)
-        if bad or probe_requests < 0:
-            raise HotsetError(f"icache: probe_requests must be an int >= 0, got {probe_requests!r}")
         #: §III-D's benefit probe: the first requests of each epoch are planned as reads
         #: from storage (nothing looked up, nothing admitted), so a driver can time them
         self.probe_requests = probe_requests
