@@ -55,6 +55,11 @@ region evicts from it first, so every eviction is part of a :class:`Decision`
 and the used bytes of both regions never exceed the total budget. Meanwhile
 :meth:`regions` reports the over-full region's capacity as what it holds and
 gives the other the rest, so each region stays within its reported capacity.
+
+The H-cache's heap and held residents are :class:`~hotset.policies.icache_heap.ImportanceHeap`;
+the snapshot it is keyed by, the shadow heap and the multi-job keys are
+:class:`~hotset.policies.icache_keys.ImportanceKeys`. This class keeps the regions'
+books and sizing and decides each request.
 """
 
 from __future__ import annotations
