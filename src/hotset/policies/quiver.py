@@ -86,15 +86,15 @@ from hotset.policies.quiver_masking import FailureMask
 from hotset.policies.quiver_placement import DataSetSpace
 from hotset.policies.quiver_serving import Serving
 
-#: what summary() and the state count, in this order
+#: what summary() and the state count, in this order: (the collaborator, its counter)
 _COUNTERS = (
-    "loaded_units",
-    "loaded_bytes",
-    "released_chunks",
-    "cooperative_reads",
-    "displacement_sum",
-    "displacement_max",
-    "served_count",
+    ("loading", "loaded_units"),
+    ("loading", "loaded_bytes"),
+    ("loading", "released_chunks"),
+    ("serving", "cooperative_reads"),
+    ("serving", "displacement_sum"),
+    ("serving", "displacement_max"),
+    ("serving", "served_count"),
 )
 
 
@@ -369,10 +369,6 @@ class Quiver(Policy):
         groups[groups == chunks.static] = -1  # the static set is never released
         return EvictionGroups(groups, self.evict_after_s)
 
-    def _counted(self) -> list[Any]:
-        """Where each of :data:`_COUNTERS` is counted, in that order."""
-        return [self.loading] * 3 + [self.serving] * 4
-
     def summary(self) -> dict[str, Any]:
         chunks = self.chunks
         loading, serving = self.loading, self.serving
@@ -397,7 +393,7 @@ class Quiver(Policy):
             "resident": sorted(self.holdings.ids),
             "cycle": None if cycle is None else cycle.state(),
             "batches_done": self.batches_done,
-            "counters": [getattr(o, c) for o, c in zip(self._counted(), _COUNTERS, strict=True)],
+            "counters": [getattr(getattr(self, o), c) for o, c in _COUNTERS],
             "joined": self.joined,
         }
         if self.placement.state is not None:  # the open loop's state stays as it was
@@ -423,7 +419,5 @@ class Quiver(Policy):
         if state["cycle"] is not None:
             self._cycle_for(None).load_state(state["cycle"])
         self.batches_done = int(state["batches_done"])
-        for owner, counter, value in zip(
-            self._counted(), _COUNTERS, state["counters"], strict=True
-        ):
-            setattr(owner, counter, int(value))
+        for (owner, counter), value in zip(_COUNTERS, state["counters"], strict=True):
+            setattr(getattr(self, owner), counter, int(value))
