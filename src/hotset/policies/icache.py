@@ -55,11 +55,15 @@ region evicts from it first, so every eviction is part of a :class:`Decision`
 and the used bytes of both regions never exceed the total budget. Meanwhile
 :meth:`regions` reports the over-full region's capacity as what it holds and
 gives the other the rest, so each region stays within its reported capacity.
+
+The H-cache's heap and held residents are :class:`~hotset.policies.icache_heap.ImportanceHeap`;
+the snapshot it is keyed by, the shadow heap and the multi-job keys are
+:class:`~hotset.policies.icache_keys.ImportanceKeys`. This class keeps the regions'
+books and sizing and decides each request.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -75,6 +79,8 @@ from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
 from hotset.importance.multijob import ELIGIBLE_ABOVE, JobImportance, check_threshold
 from hotset.policies.app import check_sid
+from hotset.policies.icache_heap import ImportanceHeap
+from hotset.policies.icache_keys import ImportanceKeys
 from hotset.policies.icache_multijob import JobKeys
 from hotset.policies.shade_variants import IndexedSet
 
@@ -89,6 +95,32 @@ def _share(name: str, value: object, *, low_open: bool = False) -> float:
     if not ok or not (0 < value <= 1 if low_open else 0 <= value <= 1):  # type: ignore[operator]
         raise HotsetError(f"icache: {name} must be a share in [0, 1], got {value!r}")
     return float(value)  # type: ignore[arg-type]
+
+
+def _check_options(
+    substitute_to: object,
+    flags: Mapping[str, object],
+    full_epoch: object,
+    multijob: object,
+    eligible_above: float,
+    probe_requests: object,
+) -> float:
+    """Refuse a bad option, naming it and its value; the multi-job threshold (checked
+    even when ``multijob`` is off)."""
+    if substitute_to not in SUBSTITUTE_TO:
+        raise HotsetError(f"icache: substitute_to must be 'l' or 'h', got {substitute_to!r}")
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise HotsetError(f"icache: {name} must be True or False, got {value!r}")
+    if flags["full_fill"] and full_epoch is None:
+        raise HotsetError("icache: full_fill needs full_epoch, the sampler's full-epoch rule")
+    if not isinstance(multijob, bool):
+        raise HotsetError(f"icache: multijob must be True or False, got {multijob!r}")
+    threshold = check_threshold(eligible_above)
+    bad = isinstance(probe_requests, bool) or not isinstance(probe_requests, int)
+    if bad or probe_requests < 0:  # type: ignore[operator]
+        raise HotsetError(f"icache: probe_requests must be an int >= 0, got {probe_requests!r}")
+    return threshold
 
 
 class ICache(Policy):
@@ -116,26 +148,15 @@ class ICache(Policy):
         super().__init__(budget, seed=seed)
         self.h_share = _share("h_share", h_share)
         self.h_start = _share("h_start", h_start)
-        if substitute_to not in SUBSTITUTE_TO:
-            raise HotsetError(f"icache: substitute_to must be 'l' or 'h', got {substitute_to!r}")
-        if not isinstance(resize, bool):
-            raise HotsetError(f"icache: resize must be True or False, got {resize!r}")
-        if not isinstance(lookahead, bool):
-            raise HotsetError(f"icache: lookahead must be True or False, got {lookahead!r}")
-        if not isinstance(full_fill, bool):
-            raise HotsetError(f"icache: full_fill must be True or False, got {full_fill!r}")
-        if full_fill and full_epoch is None:
-            raise HotsetError("icache: full_fill needs full_epoch, the sampler's full-epoch rule")
+        flags = {"resize": resize, "lookahead": lookahead, "full_fill": full_fill}
+        threshold = _check_options(
+            substitute_to, flags, full_epoch, multijob, eligible_above, probe_requests
+        )
         self.full_fill = full_fill
         self.full_epoch = full_epoch
-        if not isinstance(multijob, bool):
-            raise HotsetError(f"icache: multijob must be True or False, got {multijob!r}")
-        #: §III-D: keyed by the adjusted importance of the jobs sharing the cache
-        threshold = check_threshold(eligible_above)  # checked even when multijob is off
-        self.multijob = JobKeys(threshold=threshold) if multijob else None
-        bad = isinstance(probe_requests, bool) or not isinstance(probe_requests, int)
-        if bad or probe_requests < 0:
-            raise HotsetError(f"icache: probe_requests must be an int >= 0, got {probe_requests!r}")
+        #: §III-D: keyed by the adjusted importance of the jobs sharing the cache; the
+        #: importance snapshot in use and the shadow heap (icache_keys)
+        self.keys = ImportanceKeys(JobKeys(threshold=threshold) if multijob else None)
         #: §III-D's benefit probe: the first requests of each epoch are planned as reads
         #: from storage (nothing looked up, nothing admitted), so a driver can time them
         self.probe_requests = probe_requests
@@ -148,16 +169,11 @@ class ICache(Policy):
         by_bytes = budget.capacity_bytes is not None
         self.total = int(budget.capacity_bytes if by_bytes else budget.capacity_items)  # type: ignore[arg-type]
         self.cap_h = math.floor(self.total * self.h_start)
-        self._h: dict[int, float] = {}  # resident -> its heap key
-        self._heap: list[tuple[float, int]] = []  # evictable residents (lazily deleted)
-        self._held: set[int] = set()  # H residents still due this epoch (lookahead)
-        self._pending: set[int] | None = None  # planned ids not yet requested (lookahead)
+        #: the H-cache: residents' keys, the min-heap, the held residents (icache_heap)
+        self.heap = ImportanceHeap()
         self._l = IndexedSet()
         self._unserved_l = IndexedSet()
         self._unserved_h = IndexedSet()
-        self._scores: npt.NDArray[np.float64] | None = None  # the snapshot in use
-        self._next: npt.NDArray[np.float64] | None = None  # the shadow heap's snapshot
-        self._shadow: list[tuple[float, int]] | None = None
         self._hot: set[int] | None = None  # the H-list; None: every id is H
         self.f_h = 0
         self.f_l = 0
@@ -167,6 +183,29 @@ class ICache(Policy):
         self.used_l = 0
         self._rng = np.random.default_rng([self.seed, 0])
 
+    # -- the collaborators' parts subclasses and tests read ----------------------------
+    @property
+    def multijob(self) -> JobKeys | None:
+        """§III-D's job keys (None: keyed by the job's own importance)."""
+        return self.keys.multijob
+
+    @property
+    def _h(self) -> dict[int, float]:
+        """H resident -> its heap key."""
+        return self.heap.keys
+
+    @property
+    def _heap(self) -> list[tuple[float, int]]:
+        return self.heap.heap
+
+    @property
+    def _held(self) -> set[int]:
+        return self.heap.held
+
+    @property
+    def _shadow(self) -> list[tuple[float, int]] | None:
+        return self.keys.shadow
+
     # -- accounting ---------------------------------------------------------------
     @property
     def cap_l(self) -> int:
@@ -175,18 +214,11 @@ class ICache(Policy):
     def _w(self, sid: int) -> int:
         return self.budget.size_of(sid) if self.budget.capacity_bytes is not None else 1
 
-    def _key(self, sid: int) -> float:
-        if self._scores is None or sid >= len(self._scores) or np.isnan(self._scores[sid]):
-            return 0.0
-        return float(self._scores[sid])
-
     def _add(self, sid: int, region: str) -> None:
         self.used_bytes += self.budget.size_of(sid)
         self.used_items += 1
         if region == "h":
-            key = self._key(sid)
-            self._h[sid] = key
-            heapq.heappush(self._heap, (key, sid))
+            self.heap.add(sid, self.keys.key(sid))
             self.used_h += self._w(sid)
         else:
             self._l.add(sid)
@@ -196,8 +228,7 @@ class ICache(Policy):
         self.used_bytes -= self.budget.size_of(sid)
         self.used_items -= 1
         if sid in self._h:
-            del self._h[sid]
-            self._held.discard(sid)
+            self.heap.remove(sid)
             self.used_h -= self._w(sid)
             self._unserved_h.discard(sid)
         else:
@@ -205,38 +236,11 @@ class ICache(Policy):
             self.used_l -= self._w(sid)
             self._unserved_l.discard(sid)
 
-    def _min_key(self) -> float | None:
-        """The least key among evictable H residents (stale heap entries dropped first)."""
-        heap = self._heap
-        while heap and (self._h.get(heap[0][1]) != heap[0][0] or heap[0][1] in self._held):
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
-
     def _pop_min_h(self) -> int:
         """Evict the least important evictable H resident; a held one only when none is."""
-        if self._min_key() is not None:
-            sid = heapq.heappop(self._heap)[1]
-        elif self._held:  # shrinking H: every resident is still due, lose the least
-            sid = min(self._held, key=lambda s: (self._h[s], s))
-        else:  # pragma: no cover
-            raise HotsetError("icache: H heap is empty while H holds residents")
+        sid = self.heap.least()
         self._drop(sid)
         return sid
-
-    def _release(self, sid: int) -> None:
-        """``sid`` was requested: no longer due, so a held H resident becomes evictable."""
-        if self._pending is not None:
-            self._pending.discard(sid)
-        if sid in self._held:
-            self._held.discard(sid)
-            heapq.heappush(self._heap, (self._h[sid], sid))
-
-    def _partition(self) -> None:
-        """Hold the H residents still due this epoch; heap the rest (once per epoch)."""
-        due = self._pending if self._pending is not None else set()
-        self._held = {s for s in self._h if s in due}
-        self._heap = [(key, s) for s, key in self._h.items() if s not in self._held]
-        heapq.heapify(self._heap)
 
     def _evict_l(self) -> int:
         """A random L resident, preferring one already served this epoch."""
@@ -263,14 +267,12 @@ class ICache(Policy):
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
         super().begin_epoch(epoch, planned)
         self._rng = np.random.default_rng([self.seed, self.epoch])
-        if self._shadow is not None:  # swap the shadow heap in
-            self._scores = self._next
-            self._h = {sid: key for key, sid in self._shadow}
-            self._shadow = None
+        keys = self.keys.swap_in()
+        if keys is not None:  # swap the shadow heap in
+            self.heap.keys = keys
         self.filling = self.full_fill and bool(self.full_epoch and self.full_epoch(self.epoch))
         lookahead = self.lookahead and planned is not None
-        self._pending = set(np.asarray(planned).tolist()) if lookahead else None
-        self._partition()
+        self.heap.partition(np.asarray(planned).tolist() if lookahead else None)
         self.missed = []
         self._hot = self._h_list(planned)
         self._resize(planned if lookahead else None)
@@ -299,43 +301,18 @@ class ICache(Policy):
         return 0
 
     def _h_list(self, planned: IntArray | None) -> set[int] | None:
-        if self._scores is None:
-            return None
-        ids = np.arange(len(self._scores)) if planned is None else np.unique(planned)
-        vals = np.nan_to_num(self._scores[ids], nan=np.inf)  # unknown: treat as important
-        top = math.ceil(self.h_share * len(ids))
-        order = np.lexsort((ids, -vals))
-        return set(ids[order[:top]].tolist())
+        return self.keys.h_list(planned, self.h_share)
 
     def update_importance(self, scores: npt.NDArray[np.float64], version: int = 0) -> None:
         """Build the shadow heap: the H residents keyed by the new snapshot (under
         ``multijob``, by the jobs' adjusted importance when one job is eligible)."""
-        if self.multijob is not None:
-            self.multijob.set_own(scores)
-            self._rekey()
-            return
-        self._shadow_from(np.asarray(scores, dtype=np.float64).copy())
+        self.keys.update_importance(scores, self._h)
 
     def update_jobs(self, jobs: Sequence[JobImportance]) -> None:
         """The published (benefit, RIV) of every job sharing the cache (§III-D), an
         input at an epoch boundary as the importance snapshot is: the shadow heap is
         re-keyed by their AIV and swapped in at the next epoch's start."""
-        if self.multijob is None:
-            raise HotsetError("icache: update_jobs() needs icache[multijob=true]")
-        self.multijob.set_jobs(jobs)
-        self._rekey()
-
-    def _rekey(self) -> None:
-        assert self.multijob is not None
-        keys = self.multijob.keys()
-        if keys is not None:
-            self._shadow_from(keys.copy())
-
-    def _shadow_from(self, snapshot: npt.NDArray[np.float64]) -> None:
-        self._next = snapshot
-        keyed = [(0.0 if np.isnan(self._next[s]) else float(self._next[s]), s) for s in self._h]
-        heapq.heapify(keyed)
-        self._shadow = keyed
+        self.keys.update_jobs(jobs, self._h)
 
     def is_h(self, sid: int) -> bool:
         return self._hot is None or sid in self._hot
@@ -346,7 +323,7 @@ class ICache(Policy):
 
     def access(self, sid: int) -> Decision:
         sid = check_sid(sid)
-        self._release(sid)
+        self.heap.release(sid)
         if self.probing():  # the benefit probe: read from storage, the cache untouched
             self._requests += 1
             return Decision(sid, Outcome.MISS, sid)
@@ -369,8 +346,8 @@ class ICache(Policy):
             return self._fill(sid, "h")
         evicted: list[int] = []
         self._shrink_other("h", evicted)
-        key = self._key(sid)
-        while not self._fits(sid, "h") and (low := self._min_key()) is not None and low < key:
+        key = self.keys.key(sid)
+        while not self._fits(sid, "h") and (low := self.heap.min_key()) is not None and low < key:
             evicted.append(self._pop_min_h())
         if self._fits(sid, "h"):
             self._add(sid, "h")
@@ -431,7 +408,7 @@ class ICache(Policy):
         def arr(a: npt.NDArray[np.float64] | None) -> list[float] | None:
             return None if a is None else [float(x) for x in a]
 
-        shadow = self._shadow
+        shadow, pending = self.keys.shadow, self.heap.pending
         return (
             {
                 "h_ids": list(self._h),
@@ -439,9 +416,9 @@ class ICache(Policy):
                 "l": self._l.items(),
                 "unserved_l": self._unserved_l.items(),
                 "unserved_h": self._unserved_h.items(),
-                "pending": None if self._pending is None else sorted(self._pending),
-                "scores": arr(self._scores),
-                "next": arr(self._next),
+                "pending": None if pending is None else sorted(pending),
+                "scores": arr(self.keys.scores),
+                "next": arr(self.keys.next),
                 "shadow_keys": None if shadow is None else [k for k, _ in shadow],
                 "shadow_ids": None if shadow is None else [s for _, s in shadow],
                 "hot": None if self._hot is None else sorted(self._hot),
@@ -467,18 +444,13 @@ class ICache(Policy):
         def arr(a: list[float] | None) -> npt.NDArray[np.float64] | None:
             return None if a is None else np.asarray(a, dtype=np.float64)
 
-        self._h = {int(sid): float(key) for sid, key in state["h"]}
+        self.heap.keys = {int(sid): float(key) for sid, key in state["h"]}
         pending = state.get("pending")
-        self._pending = None if pending is None else {int(s) for s in pending}
-        self._partition()
+        self.heap.partition(None if pending is None else (int(s) for s in pending))
         self._l = IndexedSet(int(s) for s in state["l"])
         self._unserved_l = IndexedSet(int(s) for s in state["unserved_l"])
         self._unserved_h = IndexedSet(int(s) for s in state["unserved_h"])
-        self._scores, self._next = arr(state["scores"]), arr(state["next"])
-        shadow = state["shadow"]
-        self._shadow = None if shadow is None else [(float(k), int(s)) for k, s in shadow]
-        if self._shadow is not None:
-            heapq.heapify(self._shadow)
+        self.keys.load(arr(state["scores"]), arr(state["next"]), state["shadow"])
         self._hot = None if state["hot"] is None else {int(s) for s in state["hot"]}
         self.cap_h = int(state["cap_h"])
         self.f_h, self.f_l = (int(x) for x in state["f"])
@@ -495,7 +467,7 @@ class ICache(Policy):
             self.multijob.load_state(state["multijob"])
 
     def summary(self) -> dict[str, Any]:
-        return {} if self.multijob is None else self.multijob.summary()
+        return self.keys.summary()
 
 
 def _columns(state: Mapping[str, Any]) -> Mapping[str, Any]:

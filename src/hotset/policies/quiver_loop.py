@@ -30,13 +30,26 @@ between its windows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from hotset.errors import HotsetError
-from hotset.policies.quiver_placement import Placement, from_record, place_job
+import numpy as np
 
-__all__ = ["PlacementState", "check_open_loop"]
+from hotset.engine.budget import Budget
+from hotset.engine.units import UnitLayout
+from hotset.errors import HotsetError
+from hotset.policies.quiver_chunks import StripedChunks
+from hotset.policies.quiver_placement import (
+    DataSetSpace,
+    Placement,
+    from_record,
+    place_job,
+    probe_result,
+    record_of,
+)
+
+__all__ = ["PlacementLoop", "PlacementState", "check_open_loop", "data_set_space"]
 
 
 def check_open_loop(placement: object, reprobe_epochs: object, *, probe_on: object) -> None:
@@ -201,3 +214,79 @@ class PlacementState:
             "probe_epoch": self.probe_epoch,
             "board_jobs": 0 if self.applied is None else len(self.applied["board"]),
         }
+
+
+class PlacementLoop:
+    """When a Quiver job plans without its cache, and what the closed loop tells it.
+
+    ``probe`` batches from the job's start (open loop) or from each probe's start
+    (``state``, the closed loop's :class:`PlacementState`; None: open loop) are
+    planned as reads from storage; the closed loop may also turn caching off, cap
+    the bytes the chunks are cut in, and drop what the job held.
+    """
+
+    def __init__(self, *, probe: int, state: PlacementState | None) -> None:
+        self.probe = probe
+        self.state = state
+
+    def probing(self, batch: int) -> bool:
+        """Whether the job's batch number ``batch`` is a probe batch (no cache)."""
+        if self.state is not None:
+            return self.state.probing(batch)
+        return batch < self.probe
+
+    @property
+    def caching_off(self) -> bool:
+        """The closed loop turned this job's caching off (§5.3): it admits nothing."""
+        return self.state is not None and self.state.caching_off
+
+    def cycle_budget(self, budget: Budget) -> Budget:
+        """The budget chunks are cut in: the job's own, or two chunks' worth when the
+        namespace's board gave its data set ``chunks`` (no static set beyond them)."""
+        cap = None if self.state is None else self.state.cap_bytes
+        if cap is None:
+            return budget
+        own = budget.capacity_bytes
+        return replace(budget, capacity_bytes=cap if own is None else min(own, cap))
+
+    def window(self, epoch: int, epoch_first: int) -> tuple[str, int] | None:
+        """The probe window the epoch's first batches are (see ``Quiver.probe_window``)."""
+        state = self.state
+        if state is None:
+            return None
+        which = state.window(epoch, epoch_first)
+        return None if which is None else (which, state.probe)
+
+    def record(
+        self,
+        job: str,
+        dataset: str,
+        batch_seconds: Sequence[float],
+        space: Callable[[], DataSetSpace],
+    ) -> dict[str, str | int | float] | None:
+        """A board record from the ``miss`` then ``hit`` windows' times (``probe`` batches
+        each; ``space()`` asked only then); None when they are fewer."""
+        if self.state is None or len(batch_seconds) < 2 * self.state.probe:
+            return None
+        n = self.state.probe
+        probe = probe_result(job, dataset, batch_seconds[: 2 * n], probe=n)
+        return record_of(probe, space())
+
+    def take_drops(self) -> list[int]:
+        """The ids a reset dropped, once (none in the open loop)."""
+        return self.state.take_drops() if self.state is not None else []
+
+    def summary(self) -> dict[str, Any]:
+        return {} if self.state is None else self.state.summary()
+
+
+def data_set_space(budget: Budget, layout: UnitLayout | None, n: int) -> DataSetSpace:
+    """The data set's bytes and its chunk's (§5.3: "a fixed size chunk ... or 10% of the
+    data set"), as the job's budget cuts them, short of the whole data set: a job whose
+    budget holds it all cycles one chunk, which is no price for two chunks."""
+    sizes = budget.sizes
+    total = n if sizes is None else int(np.asarray(sizes[:n]).sum())
+    own = budget.capacity_bytes
+    short = max(1, total - 1) if own is None else min(own, max(1, total - 1))
+    chunks = StripedChunks(replace(budget, capacity_bytes=short), layout, n)
+    return DataSetSpace(total, max(chunks.chunk_bytes))
