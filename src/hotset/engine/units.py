@@ -16,6 +16,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from hotset.errors import HotsetError
+
 IntArray = npt.NDArray[np.int64]
 
 
@@ -56,8 +58,6 @@ def member_ranges(layout: object, unit: int, ids: Iterable[int]) -> list[tuple[i
     layout that cannot say where its members lie (packages) cannot be read in
     part: :class:`HotsetError`, as can an id the unit does not hold.
     """
-    from hotset.errors import HotsetError
-
     if not isinstance(layout, LocatedLayout):
         raise HotsetError(
             f"a partial read of unit {unit} needs a chunk layout that locates its members; "
