@@ -206,6 +206,7 @@ def test_each_rank_is_served_its_own_shard_in_order() -> None:
         ("scout[lookahead=-1]", "lookahead must be >= 0, got -1"),
         ("scout[sampler=loss]", "sampler"),
         ("scout[ranged=maybe]", "ranged"),
+        ("scout[stagger=2]", "stagger"),
         ("scout[horizon=3]", "has no option 'horizon'"),
         ("scout[coverage_epochs=-2]", "coverage_epochs"),
     ],

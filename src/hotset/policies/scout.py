@@ -78,11 +78,18 @@ class Scout(Policy):
     capabilities: ClassVar[Capabilities] = Capabilities(reads_units=True)
 
     def __init__(
-        self, budget: Budget, *, seed: int = 0, lookahead: float = 1.8, ranged: bool = True
+        self,
+        budget: Budget,
+        *,
+        seed: int = 0,
+        lookahead: float = 1.8,
+        ranged: bool = True,
+        stagger: bool = True,
     ) -> None:
         super().__init__(budget, seed=seed)
         self.lookahead = float(lookahead)
         self.ranged = bool(ranged)
+        self.stagger = bool(stagger)
         self.horizon = 0
         self.counts: dict[str, int] = dict.fromkeys(_COUNTS, 0)
         self._resident: dict[int, None] = {}
@@ -211,7 +218,9 @@ class Scout(Policy):
             ptr += 1
         self._chunk_ptr[c] = ptr
         end = p + self.horizon
-        if c not in self._fetched:  # stagger: the first window is a chunk's own share of one
+        if (
+            self.stagger and c not in self._fetched
+        ):  # stagger: the first window is a chunk's own share of one
             self._fetched.add(c)
             end = p + int(self.horizon * _stagger(c, self.epoch))
         out: list[tuple[int, int]] = []

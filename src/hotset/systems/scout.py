@@ -10,12 +10,14 @@ IIS rule, with the coverage guard on) and changes only how its misses are read:
 fetches, in one ranged request per chunk, only the members the order asks for
 soon (``docs/systems/scout.md`` has the design, the guarantees and the ablations).
 
-Options (``scout[lookahead=1.8,ranged=true,sampler=iis,...]``):
+Options (``scout[lookahead=1.8,ranged=true,stagger=true,sampler=iis,...]``):
 
 * ``lookahead``: the horizon, in multiples of the samples the cache holds;
   0 reads every miss alone (the importance family's reads: the ablation row);
 * ``ranged``: fetch members by byte range (true) or the whole chunk (false:
   Brand's bytes, the ablation row);
+* ``stagger``: each chunk's first window of an epoch a share of the horizon of its
+  own, so that windows do not all renew together (false: the ablation row);
 * ``sampler``: ``iis`` (iCACHE's importance sampling) or ``random`` (a uniform
   permutation of every id: the ablation row without importance);
 * ``beta``, ``window``, ``warm_up``, ``reuse_factor``: IIS's own
@@ -50,6 +52,7 @@ SAMPLERS = ("iis", "random")
 DEFAULTS: dict[str, Any] = {
     "lookahead": 1.8,
     "ranged": True,
+    "stagger": True,
     "sampler": "iis",
     "beta": BETA,
     "window": WINDOW,
@@ -66,8 +69,9 @@ def _check(opts: dict[str, Any]) -> None:
         raise HotsetError(f"system 'scout': lookahead must be a number >= 0, got {look!r}")
     if look < 0:
         raise HotsetError(f"system 'scout': lookahead must be >= 0, got {look!r}")
-    if not isinstance(opts["ranged"], bool):
-        raise HotsetError(f"system 'scout': ranged must be true or false, got {opts['ranged']!r}")
+    for key in ("ranged", "stagger"):
+        if not isinstance(opts[key], bool):
+            raise HotsetError(f"system 'scout': {key} must be true or false, got {opts[key]!r}")
     if opts["sampler"] not in SAMPLERS:
         raise HotsetError(
             f"system 'scout': sampler must be one of {', '.join(SAMPLERS)}, got {opts['sampler']!r}"
@@ -97,7 +101,13 @@ def build_scout(
     return System(
         name="scout",
         sampler=_sampler(n, seed, opts),
-        policy=Scout(budget, seed=seed, lookahead=opts["lookahead"], ranged=opts["ranged"]),
+        policy=Scout(
+            budget,
+            seed=seed,
+            lookahead=opts["lookahead"],
+            ranged=opts["ranged"],
+            stagger=opts["stagger"],
+        ),
         table=ImportanceTable(n),
         scorer=LossScorer(),
         options={"batch_size": batch_size, **opts},
@@ -120,6 +130,11 @@ _DOCS: dict[str, tuple[str, str]] = {
         "horizon in multiples of the samples the cache holds (0: every miss read alone)",
     ),
     "ranged": ("bool", "fetch members by byte range (false: whole chunks, as Brand reads)"),
+    "stagger": (
+        "bool",
+        "each chunk's first window of an epoch a share of the horizon of its own (false: "
+        "every window a whole horizon, renewing together)",
+    ),
     "sampler": ("|".join(SAMPLERS), "iis: iCACHE's importance sampling; random: every id"),
     "beta": ("number", "IIS: keep with percentile(loss) ** beta"),
     "window": ("int", "IIS: losses in the sliding window a percentile is taken over"),
