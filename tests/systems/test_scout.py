@@ -89,7 +89,8 @@ def test_delivered_bytes_are_the_files_bytes(packed: Path) -> None:
                 assert blob == want
 
 
-def test_a_chunk_member_that_changed_stops_training_naming_it(packed: Path, tmp_path: Path) -> None:
+def _tampered(packed: Path, tmp_path: Path) -> tuple[Path, int]:
+    """A copy of the data set with one byte of one chunk member flipped; (copy, its id)."""
     import shutil
 
     copy = tmp_path / "ds"
@@ -100,6 +101,38 @@ def test_a_chunk_member_that_changed_stops_training_naming_it(packed: Path, tmp_
     raw = bytearray(path.read_bytes())
     raw[int(layout.offset[sid]) + 5] ^= 0xFF
     path.write_bytes(bytes(raw))
+    return copy, sid
+
+
+def test_skip_mode_never_delivers_the_changed_bytes(packed: Path, tmp_path: Path) -> None:
+    """The changed member fails its ranged read: where it was the miss itself it is
+    skipped; where it was fetched ahead, its turn finds it missing from the cache and
+    reads its own (intact) sample file. Either way no wrong byte is delivered."""
+    copy, sid = _tampered(packed, tmp_path)
+    data = hotset.open_dataset(copy, decode="bytes")
+    with hotset.loader(
+        data,
+        system="scout",
+        cache="20%",
+        batch_size=BATCH,
+        num_workers=2,
+        seed=1,
+        on_error="skip",
+    ) as loader:
+        loader.set_epoch(0)
+        got = {}
+        for x, _y, ids, _w in loader:
+            got.update(zip(ids.tolist(), x, strict=True))
+        row = loader.report()[-1]
+    assert set(got) | {sid} == set(range(N))  # epoch 0 is a full epoch
+    for i, blob in got.items():
+        assert blob == (copy / data.manifest.keys[i]).read_bytes()
+    assert row["skipped"] == (0 if sid in got else 1)
+    assert row["skipped"] + row["rebuild_reads"] >= 1  # the bad member was noticed
+
+
+def test_a_chunk_member_that_changed_stops_training_naming_it(packed: Path, tmp_path: Path) -> None:
+    copy, sid = _tampered(packed, tmp_path)
     data = hotset.open_dataset(copy, decode="bytes")
     loader = hotset.loader(
         data, system="scout", cache="20%", batch_size=BATCH, num_workers=0, seed=1

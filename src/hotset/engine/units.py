@@ -119,7 +119,10 @@ class SubsetLayout:
         """(unit, offset, length) of training id ``sid``, from the base layout."""
         base = self.base
         if not isinstance(base, LocatedLayout):
-            raise TypeError(f"{type(base).__name__} does not locate its members")
+            raise HotsetError(
+                f"a partial unit read needs a layout that locates its members; "
+                f"{type(base).__name__} does not"
+            )
         return base.locate(int(self.rows[sid]))
 
     def split(self, c: int, blob: bytes) -> dict[int, bytes]:
