@@ -85,11 +85,15 @@ class Scout(Policy):
         lookahead: float = 1.8,
         ranged: bool = True,
         stagger: bool = True,
+        preview: int = 0,
     ) -> None:
         super().__init__(budget, seed=seed)
         self.lookahead = float(lookahead)
         self.ranged = bool(ranged)
         self.stagger = bool(stagger)
+        #: positions of the next epoch's order the lookahead may see (see set_preview)
+        self.preview = int(preview)
+        self._next_epoch: list[int] = []
         self.horizon = 0
         self.counts: dict[str, int] = dict.fromkeys(_COUNTS, 0)
         self._resident: dict[int, None] = {}
@@ -112,8 +116,20 @@ class Scout(Policy):
             slots = min(slots, self.budget.capacity_items)
         self.horizon = int(self.lookahead * slots)
 
+    def set_preview(self, ids: IntArray) -> None:
+        """The next epoch's likely order (a superset: the sampler's permutation before
+        its selection), told before :meth:`begin_epoch`.
+
+        The lookahead of the epoch's last windows then reaches its first ``preview``
+        positions, so the next epoch does not start with one request per chunk at
+        once. An id previewed but not drawn next epoch is bytes read for nothing.
+        """
+        self._next_epoch = [int(i) for i in ids[: self.preview]] if self.preview else []
+
     def _reset_plan(self, planned: IntArray | None) -> None:
         self._order: list[int] = [] if planned is None else [int(i) for i in planned]
+        #: what the lookahead sees: the order, then the previewed start of the next epoch
+        self._seq: list[int] = self._order + self._next_epoch if self._order else []
         self._pos = 0
         self._next_pos: list[int] = []  # per position: the same id's next position
         self._next_use: dict[int, int] = {}  # id -> its next position (absent: NEVER)
@@ -128,7 +144,7 @@ class Scout(Policy):
         """Index the planned order: next uses, each chunk's positions, what may leave."""
         super().begin_epoch(epoch, planned)
         self._reset_plan(planned)
-        order = self._order
+        order = self._seq
         if order and self.layout is not None:
             last: dict[int, int] = {}
             nxt = [NEVER] * len(order)
@@ -225,7 +241,7 @@ class Scout(Policy):
             end = p + int(self.horizon * _stagger(c, self.epoch))
         out: list[tuple[int, int]] = []
         seen: set[int] = set()
-        order, resident = self._order, self._resident
+        order, resident = self._seq, self._resident
         for q in positions[ptr:]:
             if q > end:
                 break
@@ -295,7 +311,12 @@ class Scout(Policy):
         return frozenset(self._resident)
 
     def summary(self) -> dict[str, Any]:
-        return {"horizon": self.horizon, "ranged": self.ranged, **self.counts}
+        return {
+            "horizon": self.horizon,
+            "ranged": self.ranged,
+            "preview": self.preview,
+            **self.counts,
+        }
 
     # -- resumption (state at an epoch boundary; the planner replays the rest) -------
     def state_dict(self) -> dict[str, Any]:

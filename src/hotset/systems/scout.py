@@ -18,6 +18,9 @@ Options (``scout[lookahead=1.8,ranged=true,stagger=true,sampler=iis,...]``):
   Brand's bytes, the ablation row);
 * ``stagger``: each chunk's first window of an epoch a share of the horizon of its
   own, so that windows do not all renew together (false: the ablation row);
+* ``preview``: batches of the next epoch's permutation (a superset of its order)
+  the epoch's last windows may fetch, so that the next epoch does not start with one
+  request per chunk at once (0: off);
 * ``sampler``: ``iis`` (iCACHE's importance sampling) or ``random`` (a uniform
   permutation of every id: the ablation row without importance);
 * ``beta``, ``window``, ``warm_up``, ``reuse_factor``: IIS's own
@@ -30,12 +33,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from hotset.engine.budget import Budget
 from hotset.errors import HotsetError
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.scout import Scout
-from hotset.samplers.base import Sampler
+from hotset.samplers.base import EpochContext, IntArray, Sampler
 from hotset.samplers.iis import (
     BETA,
     DEFAULT_COVERAGE_EPOCHS,
@@ -45,6 +50,7 @@ from hotset.samplers.iis import (
     IISSampler,
 )
 from hotset.samplers.random import RandomSampler
+from hotset.samplers.shard import shard
 from hotset.systems.base import System, SystemSpec, with_defaults
 from hotset.systems.options import SystemOption, declare
 
@@ -53,6 +59,7 @@ DEFAULTS: dict[str, Any] = {
     "lookahead": 1.8,
     "ranged": True,
     "stagger": True,
+    "preview": 0,
     "sampler": "iis",
     "beta": BETA,
     "window": WINDOW,
@@ -64,6 +71,9 @@ DEFAULTS: dict[str, Any] = {
 
 def _check(opts: dict[str, Any]) -> None:
     """Ranges the option types cannot say (each error names the option and the value)."""
+    preview = opts["preview"]
+    if isinstance(preview, bool) or not isinstance(preview, int) or preview < 0:
+        raise HotsetError(f"system 'scout': preview must be an integer >= 0, got {preview!r}")
     look = opts["lookahead"]
     if isinstance(look, bool) or not isinstance(look, int | float) or not math.isfinite(look):
         raise HotsetError(f"system 'scout': lookahead must be a number >= 0, got {look!r}")
@@ -78,10 +88,37 @@ def _check(opts: dict[str, Any]) -> None:
         )
 
 
-def _sampler(n: int, seed: int, opts: dict[str, Any]) -> Sampler:
+class _Preview:
+    """Tells the policy the next epoch's permutation when an epoch's order is drawn.
+
+    Both samplers draw ``epoch_rng(epoch).permutation(n)`` and keep some of it (IIS)
+    or all of it (random), so the next epoch's permutation, sharded as the order
+    will be, is a superset of its order in the same relative order.
+    """
+
+    policy: Scout | None = None
+
+    def order(self, ctx: EpochContext) -> IntArray:
+        out: IntArray = super().order(ctx)  # type: ignore[misc]
+        if self.policy is not None and self.policy.preview:
+            inner: Sampler = self  # type: ignore[assignment]
+            nxt = inner.epoch_rng(ctx.epoch + 1).permutation(inner.n).astype(np.int64)
+            self.policy.set_preview(shard(nxt, ctx.rank, ctx.world_size))
+        return out
+
+
+class _PreviewIIS(_Preview, IISSampler):
+    pass
+
+
+class _PreviewRandom(_Preview, RandomSampler):
+    pass
+
+
+def _sampler(n: int, seed: int, opts: dict[str, Any]) -> _PreviewIIS | _PreviewRandom:
     if opts["sampler"] == "random":
-        return RandomSampler(n, seed=seed)
-    return IISSampler(
+        return _PreviewRandom(n, seed=seed)
+    return _PreviewIIS(
         n,
         seed=seed,
         beta=opts["beta"],
@@ -98,16 +135,20 @@ def build_scout(
     """Scout: IIS's order (coverage guarded), misses fetched by chunk-ranged lookahead."""
     opts = with_defaults("scout", options, DEFAULTS)
     _check(opts)
+    sampler = _sampler(n, seed, opts)
+    policy = Scout(
+        budget,
+        seed=seed,
+        lookahead=opts["lookahead"],
+        ranged=opts["ranged"],
+        stagger=opts["stagger"],
+        preview=opts["preview"] * batch_size,
+    )
+    sampler.policy = policy
     return System(
         name="scout",
-        sampler=_sampler(n, seed, opts),
-        policy=Scout(
-            budget,
-            seed=seed,
-            lookahead=opts["lookahead"],
-            ranged=opts["ranged"],
-            stagger=opts["stagger"],
-        ),
+        sampler=sampler,
+        policy=policy,
         table=ImportanceTable(n),
         scorer=LossScorer(),
         options={"batch_size": batch_size, **opts},
@@ -134,6 +175,10 @@ _DOCS: dict[str, tuple[str, str]] = {
         "bool",
         "each chunk's first window of an epoch a share of the horizon of its own (false: "
         "every window a whole horizon, renewing together)",
+    ),
+    "preview": (
+        "int",
+        "batches of the next epoch's permutation the last windows may fetch (0: none)",
     ),
     "sampler": ("|".join(SAMPLERS), "iis: iCACHE's importance sampling; random: every id"),
     "beta": ("number", "IIS: keep with percentile(loss) ** beta"),
