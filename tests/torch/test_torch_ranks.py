@@ -14,7 +14,8 @@ from process_support import run_job
 
 HERE = Path(__file__).resolve().parent
 #: systems whose every epoch trains each sample once across the ranks
-EXACTLY_ONCE = ("pytorch", "fifo", "lru", "lfu", "minio", "base", "nopfs")
+#: scout: its first 5 epochs are IIS warm-up (full permutations), served exactly as drawn
+EXACTLY_ONCE = ("pytorch", "fifo", "lru", "lfu", "minio", "base", "nopfs", "scout")
 
 
 def _torchrun(script: str, world: int, *args: str) -> None:

@@ -23,8 +23,9 @@ class Capabilities:
     needs_future: bool = False
     #: may serve another cached id in place of a requested one
     substitutes: bool = False
-    #: reads whole chunks of the dataset's layout in one storage request (``hotset data
-    #: pack``; the layout must exist). Packages a policy builds itself are ``packs``.
+    #: reads chunks of the dataset's layout, whole or in part (``Decision.group``: some
+    #: members' byte ranges), one storage request each (``hotset data pack``; the layout
+    #: must exist). Packages a policy builds itself are ``packs``.
     reads_units: bool = False
     #: asks for read units ahead of the batches that need them
     prefetches: bool = False

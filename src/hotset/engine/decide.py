@@ -69,6 +69,8 @@ class Decided:
     reads: dict[int, None] = field(default_factory=dict)  # ids read alone, in order
     unit_reads: dict[int, None] = field(default_factory=dict)  # units read, in order
     uses_units: bool = False
+    #: partial unit reads: unit -> the ids (among ``reads``) one ranged request brings
+    read_groups: dict[int, dict[int, None]] = field(default_factory=dict)
 
 
 def gather_uniform(policy: Policy, ids: IntArray) -> Decided:
@@ -132,6 +134,8 @@ def _gather(policy: str, access: Any, id_list: list[int]) -> Decided:
         got.reads = dict.fromkeys([s for s, o in pairs if o == _MISS])
         if _PRE in out_list:
             _unitless_prefetch(policy, id_list[out_list.index(_PRE)])
+        if max([d.group for d in decisions], default=-1) >= 0:
+            _group_reads(policy, decisions, got)
         return got
     reads, unit_reads = got.reads, got.unit_reads
     for j, o in enumerate(out_list):
@@ -142,7 +146,32 @@ def _gather(policy: str, access: Any, id_list: list[int]) -> Decided:
                 unit_reads[unit_list[j]] = None
         elif o == _PRE and unit_list[j] < 0:
             _unitless_prefetch(policy, id_list[j])
+    if max([d.group for d in decisions], default=-1) >= 0:
+        _group_reads(policy, decisions, got)
     return got
+
+
+def _group_reads(policy: str, decisions: list[Any], got: Decided) -> None:
+    """Partial unit reads (``Decision.group``): the ids each ranged request brings.
+
+    Every id is also a single read of the batch (``reads``), so the cache sees
+    samples; requests that name the same unit in one batch share one request, and
+    an id both read alone and in a group is read once, in the group.
+    """
+    reads, groups = got.reads, got.read_groups
+    for d in decisions:
+        g = d.group
+        if g < 0:
+            continue
+        if d.outcome != _MISS or d.unit >= 0:
+            raise HotsetError(
+                f"policy {policy!r}: id {d.requested} names group {g}, which only a miss of "
+                "the sample alone (unit -1) may"
+            )
+        ids = groups.setdefault(g, {})
+        for sid in (d.served, *d.also_admitted):
+            ids[sid] = None
+            reads[sid] = None
 
 
 def _gather_batch(policy: str, access_batch: Any, ids: IntArray, id_list: list[int]) -> Decided:

@@ -46,6 +46,13 @@ class Decision:
     hold the served id: for a MISS the unit read from storage in one request, for
     PREFETCHED the unit already read; -1 means the sample alone. A unit read may
     admit more of its ids than the one requested: they are ``also_admitted``.
+
+    ``group`` asks for a *partial* unit read: a MISS of the sample alone
+    (``unit == -1``) whose bytes, and those of its ``also_admitted`` ids, are
+    read together in ONE ranged request of unit ``group``'s file (a vector of
+    the members' byte ranges, :mod:`hotset.storage.ranges`), moving only their
+    bytes. The ids are single reads to the cache (each put and hit as a
+    sample); only the request that brings them is shared. -1: no grouping.
     """
 
     requested: int
@@ -55,6 +62,7 @@ class Decision:
     evicted: tuple[int, ...] = ()
     unit: int = -1
     also_admitted: tuple[int, ...] = ()
+    group: int = -1
 
     @property
     def storage_read(self) -> bool:

@@ -57,6 +57,10 @@ class BatchPlan:
     staged: dict[int, bytes] = field(default_factory=dict)
     #: bytes of the prefetched units this batch serves from (the loader attaches them)
     staged_units: dict[int, bytes] = field(default_factory=dict)
+    #: partial unit reads: unit -> the ids of ``reads`` that ONE ranged request of that
+    #: unit's file brings (only their bytes; :mod:`hotset.storage.ranges`); ids not in a
+    #: group are read alone
+    read_groups: dict[int, IntArray] = field(default_factory=dict)
     #: (iteration, base seed) the loader gives the plans of an epoch whose workers it kept
     #: from an earlier one: they reseed from it as fresh ones would (hotset.torch.workerseed)
     worker_seed: tuple[int, int] | None = None
@@ -68,6 +72,11 @@ class BatchPlan:
     def misses(self) -> IntArray:
         """Requested ids read from storage (in order, duplicates kept)."""
         return self.requested[self.outcomes == Outcome.MISS]
+
+    @property
+    def grouped(self) -> int:
+        """How many of ``reads`` come in partial unit reads (not one request each)."""
+        return sum(len(ids) for ids in self.read_groups.values())
 
     @property
     def served_from_units(self) -> IntArray:

@@ -262,6 +262,12 @@ class Planner:
             self._last_put_seq[puts] = seq
         read_arr = np.array(list(d.reads), dtype=np.int64)
         requests, nbytes = self.staging.cost(self.sizes, read_arr, unit_arr, prefetch)
+        groups = {
+            u: np.fromiter(ids, dtype=np.int64, count=len(ids)) for u, ids in d.read_groups.items()
+        }
+        if groups:  # a partial unit read is one request for all the ids it brings
+            self.staging.check_groups(groups)
+            requests += len(groups) - sum(len(ids) for ids in groups.values())
         self.log.add(ids, outcomes, served, d.admitted_flags, d.evictions)
         return BatchPlan(
             epoch=self.epoch,
@@ -286,6 +292,7 @@ class Planner:
             packs=packs,
             pack_requests=pack_requests,
             pack_bytes=pack_bytes,
+            read_groups=groups,
         )
 
     def _background(self, d: Decided) -> tuple[IntArray, int, int]:

@@ -110,6 +110,26 @@ class UnitStaging:
                 "whose bytes no read of the batch brings"
             )
 
+    def check_groups(self, groups: dict[int, IntArray]) -> None:
+        """A partial unit read must name a unit of the layout, holding every id it brings."""
+        layout = self.policy.layout
+        name = self.policy.name
+        if layout is None:
+            raise HotsetError(
+                f"policy {name!r} named a partial unit read, but the dataset has no chunk layout"
+            )
+        for u, ids in groups.items():
+            if not 0 <= u < layout.n_chunks:
+                raise HotsetError(
+                    f"policy {name!r} read part of unit {u}; the layout has {layout.n_chunks} units"
+                )
+            outside = ids[layout.chunk_of[ids] != u]
+            if len(outside):
+                raise HotsetError(
+                    f"policy {name!r} read id(s) {outside[:5].tolist()} as part of unit {u}, "
+                    "which does not hold them"
+                )
+
     def cost(
         self, sizes: IntArray, reads: IntArray, unit_reads: IntArray, prefetch: IntArray
     ) -> tuple[int, int]:

@@ -10,10 +10,13 @@ whole next to single samples in one key space.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+
+from hotset.errors import HotsetError
 
 IntArray = npt.NDArray[np.int64]
 
@@ -39,6 +42,34 @@ class UnitLayout(Protocol):
     def members(self, c: int) -> IntArray: ...
 
     def split(self, c: int, blob: bytes) -> dict[int, bytes]: ...
+
+
+@runtime_checkable
+class LocatedLayout(Protocol):
+    """A layout that says where each sample lies in its unit's file (partial unit reads)."""
+
+    def locate(self, sid: int) -> tuple[int, int, int]: ...
+
+
+def member_ranges(layout: object, unit: int, ids: Iterable[int]) -> list[tuple[int, int]]:
+    """``(offset, length)`` of each of ``ids`` inside unit ``unit``'s file, in order.
+
+    The byte ranges one partial unit read fetches (``BatchPlan.read_groups``). A
+    layout that cannot say where its members lie (packages) cannot be read in
+    part: :class:`HotsetError`, as can an id the unit does not hold.
+    """
+    if not isinstance(layout, LocatedLayout):
+        raise HotsetError(
+            f"a partial read of unit {unit} needs a chunk layout that locates its members; "
+            f"{type(layout).__name__} does not"
+        )
+    out = []
+    for sid in ids:
+        c, offset, length = layout.locate(int(sid))
+        if c != unit:
+            raise HotsetError(f"sample {sid} lies in unit {c}, not in unit {unit}")
+        out.append((offset, length))
+    return out
 
 
 class SubsetLayout:
@@ -83,6 +114,16 @@ class SubsetLayout:
             mapped = self._new_of[self.base.members(c)]
             got = self._members[c] = mapped[mapped >= 0]
         return got
+
+    def locate(self, sid: int) -> tuple[int, int, int]:
+        """(unit, offset, length) of training id ``sid``, from the base layout."""
+        base = self.base
+        if not isinstance(base, LocatedLayout):
+            raise HotsetError(
+                f"a partial unit read needs a layout that locates its members; "
+                f"{type(base).__name__} does not"
+            )
+        return base.locate(int(self.rows[sid]))
 
     def split(self, c: int, blob: bytes) -> dict[int, bytes]:
         new_of = self._new_of

@@ -63,10 +63,11 @@ from hotset.engine.budget import Budget
 from hotset.engine.counters import COUNTER_KEYS, Coverage, EpochCounts
 from hotset.engine.plan import BatchPlan
 from hotset.engine.planner import Planner
-from hotset.engine.units import SubsetLayout, UnitLayout
+from hotset.engine.units import SubsetLayout, UnitLayout, member_ranges
 from hotset.errors import HotsetError, IntegrityError
 from hotset.samplers.base import EpochContext
 from hotset.sim.identification import top_precision
+from hotset.storage.ranges import read_ranges
 from hotset.systems.base import System
 from hotset.systems.registry import build_system, capabilities_of, resolve_system
 
@@ -568,7 +569,7 @@ class _Driver:
             self.packer.write(self.layout, early)
         if len(plan.reads) or len(plan.unit_reads):
             issued = self.store.now
-            self._read(plan.reads.tolist(), plan.unit_reads.tolist())
+            self._read(plan.reads.tolist(), plan.unit_reads.tolist(), plan.read_groups)
             waited = self.store.sync() - issued  # the step waits for its own data
         if len(plan.prefetch):
             # issued now, waited for by a later step: the prefetch overlaps compute
@@ -587,14 +588,28 @@ class _Driver:
             self.store.advance(self.compute_seconds)
         return waited
 
-    def _read(self, ids: list[int], units: list[int]) -> None:
-        """Read samples and whole units from the throttled store; check each sample."""
+    def _read(
+        self, ids: list[int], units: list[int], groups: dict[int, IntArray] | None = None
+    ) -> None:
+        """Read samples, whole units and partial units (one ranged request each, issued
+        at the same modeled moment as the rest) from the throttled store; check each sample."""
+        got: dict[int, bytes] = {}
+        if groups:
+            assert self.layout is not None  # the planner refuses groups without a layout
+            grouped = set()
+            for u, members in groups.items():
+                sids = members.tolist()
+                ranges = member_ranges(self.layout, u, sids)
+                parts = read_ranges(self.store, self.layout.chunk_keys[u], ranges)
+                got.update(zip(sids, parts, strict=True))
+                grouped.update(sids)
+            ids = [i for i in ids if i not in grouped]
         keys = [self.keys[i] for i in ids]
         if units:
             assert self.layout is not None  # the planner refuses units without a layout
             keys += [self.layout.chunk_keys[u] for u in units]
-        blobs = self.store.read_many(keys)
-        got = dict(zip(ids, blobs[: len(ids)], strict=True))
+        blobs = self.store.read_many(keys) if keys else []
+        got.update(zip(ids, blobs[: len(ids)], strict=True))
         for u, blob in zip(units, blobs[len(ids) :], strict=True):
             assert self.layout is not None
             got.update(self.layout.split(u, blob))

@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 
 from hotset.errors import HotsetError, StorageError
 from hotset.storage.base import StatsCounter, Store, StoreStats
+from hotset.storage.ranges import Range, read_ranges
 
 T = TypeVar("T")
 
@@ -351,6 +352,13 @@ class RetryingStore:
             return [self.read(key) for key in keys]  # each counted by read()
         self._stats.add_read(sum(map(len, datas)), time.perf_counter() - t0, count=len(datas))
         return datas
+
+    def read_ranges(self, key: str, ranges: Sequence[Range]) -> list[bytes]:
+        """The inner store's ranged read (:mod:`hotset.storage.ranges`), retried as a read."""
+        t0 = time.perf_counter()
+        parts = self._call("reading", key, lambda: read_ranges(self.inner, key, ranges))
+        self._stats.add_read(sum(map(len, parts)), time.perf_counter() - t0)
+        return parts
 
     def size(self, key: str) -> int:
         return self._call("sizing", key, lambda: self.inner.size(key))

@@ -39,6 +39,7 @@ _MODULES: list[str] = [
     "hotset.systems.icache",
     "hotset.systems.impact",
     "hotset.systems.quiver",
+    "hotset.systems.scout",
 ]
 
 

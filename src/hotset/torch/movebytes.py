@@ -66,6 +66,8 @@ class BatchMove:
         self.singles: list[int] = plan.reads.tolist()
         self.blobs: dict[int, bytes] = {}
         self.to_read = self._unstaged()
+        #: partial unit reads made (one request each) and the bytes they moved
+        self.group_requests = self.group_bytes = self.group_ids = 0
         self.unit_ids: list[int] = plan.unit_reads.tolist()
         # A shared namespace asks the pool first (see hotset.torch.pool): a unit whose
         # needed members other jobs already put is not read, so its read waits for the answer.
@@ -143,7 +145,9 @@ class BatchMove:
             self._take_read_unit(u, prefetched)
         self.cached, self.cached_units = self._cached()
         self._ask_pool()
+        groups = self._groups()
         reads = self.reader.start(self.to_read, blobs)
+        grouped = self.reader.submit_groups(groups)
         got = self._get_cached()
         if got is None and self.f.cache is not None:
             self.degraded_ids, self.degraded_units = self.cached, self.cached_units  # it failed
@@ -156,11 +160,32 @@ class BatchMove:
         degraded = self.reader.start(self.degraded_ids, blobs)
         degraded_reads = [(u, self.reader.submit_unit(u)) for u in self.degraded_units]
         self.reader.collect(reads, blobs)
+        self.reader.collect(grouped, blobs)
         self.unit_bytes = self._collect_units(self.unit_reads)
         self.reader.collect(rebuild, blobs)
         self.rebuild_unit_bytes = self._collect_units(rebuilt)
         self.reader.collect(degraded, blobs)
         self.degraded_unit_bytes = self._collect_units(degraded_reads)
+
+    def _groups(self) -> dict[int, list[int]]:
+        """The plan's partial unit reads, less what the pool or read-ahead brought; the ids
+        they bring leave ``to_read`` (each group is one ranged request, not one per id)."""
+        if not self.plan.read_groups:
+            return {}
+        todo = dict.fromkeys(self.to_read)
+        groups: dict[int, list[int]] = {}
+        for u, ids in self.plan.read_groups.items():
+            mine = [s for s in ids.tolist() if s in todo]
+            for s in mine:
+                del todo[s]
+            if mine:
+                groups[u] = mine
+        self.to_read = list(todo)
+        sizes = self.f.size_list
+        self.group_requests = len(groups)
+        self.group_ids = sum(len(ids) for ids in groups.values())
+        self.group_bytes = sum(sizes[s] for ids in groups.values() for s in ids)
+        return groups
 
     def _ask_pool(self) -> None:
         """A shared namespace: take what the pool holds, leave claimed units, start unit reads."""
@@ -282,12 +307,14 @@ class BatchMove:
         requests are counted by the loader)."""
         sizes = self.f.size_list  # every read was checked against these
         return {
-            "storage_requests": len(self.to_read) + len(self.unit_reads),
+            "storage_requests": len(self.to_read) + len(self.unit_reads) + self.group_requests,
             "unit_reads": len(self.unit_reads),
             "pack_reads": self.plan.pack_requests,
             "pack_bytes": self.plan.pack_bytes,
-            "storage_bytes": sum([sizes[s] for s in self.to_read]) + self.unit_bytes,
-            "staged_reads": len(self.singles) - len(self.to_read),
+            "storage_bytes": sum([sizes[s] for s in self.to_read])
+            + self.unit_bytes
+            + self.group_bytes,
+            "staged_reads": len(self.singles) - len(self.to_read) - self.group_ids,
             "rebuild_reads": len(self.rebuild_ids) + len(self.rebuild_units),
             "rebuild_bytes": sum([sizes[s] for s in self.rebuild_ids]) + self.rebuild_unit_bytes,
             "degraded_reads": len(self.degraded_ids) + len(self.degraded_units),

@@ -67,7 +67,11 @@ class PlanSampler(Sampler[Any]):
                 pf.submit(plan.prefetch.tolist())
             if ra.active and len(plan.reads):
                 end = plan.index * self._planner.batch_size + len(plan)
-                staged = ra.take(dict.fromkeys(plan.reads.tolist()), frontier=end)
+                alone = dict.fromkeys(plan.reads.tolist())
+                for ids in plan.read_groups.values():  # one ranged request brings these
+                    for s in ids.tolist():
+                        alone.pop(s, None)
+                staged = ra.take(alone, frontier=end)
                 if staged:
                     plan = dataclasses.replace(plan, staged=staged)
             if int(plan.units.max(initial=-1)) >= 0:

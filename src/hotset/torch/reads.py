@@ -53,10 +53,11 @@ import xxhash
 
 from hotset.data.chunks import ChunkLayout, member_mismatch
 from hotset.engine.packages import PackageFiles
-from hotset.engine.units import UnitLayout
+from hotset.engine.units import UnitLayout, member_ranges
 from hotset.errors import HotsetError, IntegrityError
 from hotset.storage.base import Store
 from hotset.storage.local import LocalStore
+from hotset.storage.ranges import read_ranges
 
 #: xxh3-64 as 16 lowercase hex digits: the manifest's ``xxh3`` column and a cache key's hash
 xxh3_hex = xxhash.xxh3_64_hexdigest
@@ -261,6 +262,48 @@ class StoreReader:
                 raise IntegrityError(
                     f"{where}: stored bytes hash to {got}, {source} says {digest}{hint}"
                 )
+
+    def read_group(self, unit: int, sids: list[int]) -> list[bytes | None]:
+        """A partial unit read: ``sids``' byte ranges of ``unit``'s file in ONE request.
+
+        Each sample is checked against the manifest (size always, xxh3 with
+        ``verify``) exactly as a sample read alone is, so a chunk file that no
+        longer matches the manifest stops training here too (or, in skip mode,
+        each failed id is None with its error in :attr:`failed`).
+        """
+        layout = self.layout
+        if layout is None:
+            raise HotsetError(f"plan reads part of unit {unit}, but the dataset has no layout")
+        key = layout.chunk_keys[unit]
+        store = getattr(layout, "store", None) or self.store
+        try:
+            parts = read_ranges(store, key, member_ranges(layout, unit, sids))
+        except HotsetError as exc:
+            if not self.skip_errors:
+                raise
+            for sid in sids:
+                self.failed[sid] = str(exc)
+            return [None] * len(sids)
+        sizes, hashes, verify = self._size_list, self.hashes, self.verify
+        out: list[bytes | None] = []
+        for sid, data in zip(sids, parts, strict=True):
+            if len(data) != sizes[sid] or (verify and xxh3_hex(data) != hashes[sid]):
+                where = f"{key!r} (unit {unit}, id {sid}, {self.keys[sid]!r})"
+                try:
+                    self._check_bytes(where, data, sizes[sid], hashes[sid], "the manifest")
+                except IntegrityError as exc:
+                    if not self.skip_errors:
+                        raise
+                    self.failed[sid] = str(exc)
+                    out.append(None)
+                    continue
+            out.append(data)
+        return out
+
+    def submit_groups(self, groups: dict[int, list[int]]) -> list[_Reads]:
+        """Partial unit reads on the I/O threads: one request (and one task) per unit."""
+        pool = self.pool()
+        return [(sids, pool.submit(self.read_group, u, sids)) for u, sids in groups.items() if sids]
 
     def submit_unit(self, unit: int) -> Future[bytes]:
         """Read a whole unit on the I/O threads (one request)."""
