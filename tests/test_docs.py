@@ -109,3 +109,11 @@ def test_benchmarks_md_names_every_terminal_header_of_every_suite() -> None:
         assert suite in rows, f"docs/benchmarks.md has no terminal-columns row for {suite}"
         for header, _key in columns:
             assert f"`{header}`" in rows[suite], f"{suite}: header {header} undocumented"
+
+
+def test_cli_md_names_every_bench_suite() -> None:
+    from hotset.cli.bench import _SUITE_MODULES
+
+    text = (DOCS / "cli.md").read_text()
+    missing = [suite for suite in _SUITE_MODULES if f"`{suite}`" not in text]
+    assert not missing, f"docs/cli.md's hotset bench section does not name {missing}"
