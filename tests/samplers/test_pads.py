@@ -10,7 +10,7 @@ import pytest
 
 from hotset.errors import HotsetError
 from hotset.samplers.base import EpochContext
-from hotset.samplers.pads import PADSSampler
+from hotset.samplers.pads import LS_PARAM_MAX, PADSSampler
 
 N = 200
 
@@ -88,6 +88,11 @@ def test_ls_param_schedule() -> None:
     for bad in ((float("nan"),), (1.0, -1.0), (float("inf"),)):
         with pytest.raises(HotsetError, match="train_loss"):
             sampler.ls_param(bad)
+    # a loss rising from a tiny one (a fuzzed checkpoint found it) stays finite: the ceiling
+    assert sampler.ls_param((1.175494351e-38, 1.05)) == LS_PARAM_MAX
+    assert sampler.ls_param((1.175494351e-38, 1.05, 1.0)) <= LS_PARAM_MAX
+    huge = PADSSampler(N, seed=0).order(_ctx(train_loss=(1.175494351e-38, 1.05)))
+    assert len(huge) == N and set(huge.tolist()) <= set(range(N))
     # ls_param shifts every weight
     ctx = _ctx(train_loss=(2.0,))
     assert np.allclose(sampler.weights(ctx), _scores() + 0.02)

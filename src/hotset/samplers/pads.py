@@ -114,6 +114,10 @@ AGGRESSIVE_MODES = ("blocks", "head")
 #: sample trained at least once in every 10 consecutive epochs (the trade-off
 #: measured for this choice: docs/systems/shade.md "Coverage by default")
 DEFAULT_COVERAGE_FLOOR = 0.1
+#: ``ls_param``'s ceiling: far above any rank score (``ln(j + 10)``), so at the ceiling
+#: the draw is already uniform, and low enough that ``n`` weights still sum finitely.
+#: A loss rising from a tiny one (1e-38 to 1, say) would otherwise overflow ``exp``.
+LS_PARAM_MAX = 1e200
 
 
 class PADSSampler(Sampler):
@@ -221,7 +225,9 @@ class PADSSampler(Sampler):
         ls = self.ls_init_frac * losses[0]
         for prev, cur in itertools.pairwise(losses):
             if prev > 0:  # a zero loss gives no relative change: keep ls as it is
-                ls *= math.exp((cur - prev) / prev)
+                step = (cur - prev) / prev
+                ls = LS_PARAM_MAX if step > math.log(LS_PARAM_MAX) else ls * math.exp(step)
+                ls = min(ls, LS_PARAM_MAX)
         return ls
 
     def mode(self, ctx: EpochContext) -> tuple[str, str]:
