@@ -38,7 +38,11 @@ def _holder(loader: HotsetLoader, seconds: float) -> int:
         if state[2]:
             return int(state[2])
         time.sleep(0.01)
-    raise AssertionError("no worker took its write turn")
+    # seen once in a full run (not reproduced alone): say what the loader had done by then
+    raise AssertionError(
+        f"no worker took its write turn in {seconds} s; sequencer state "
+        f"{list(state)}, status {loader._status!r}, rows {loader.report()}"
+    )
 
 
 def _lru(data: HotsetDataset, url: str) -> HotsetLoader:
