@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from hotset.bench.jobprocs import wait_for_jobs
 from hotset.bench.stagger import DEFAULT_STAGGER, Stagger
 from hotset.errors import HotsetError
 from hotset.storage.presets import StoreModel
@@ -121,20 +122,8 @@ def _start_jobs(jobs: int, job: dict[str, Any]) -> float:
     started = time.perf_counter()
     for p in procs:
         p.start()
-    deadline = started + JOB_TIMEOUT_S
-    try:
-        while any(p.is_alive() for p in procs) and time.perf_counter() < deadline:
-            if any(p.exitcode for p in procs):
-                break  # one failed: the rest would wait for it at the barrier
-            time.sleep(0.2)
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()  # only this suite's own job processes
-            p.join()
-    failed = [f"job {i} exited with {p.exitcode}" for i, p in enumerate(procs) if p.exitcode]
-    if failed:
-        raise HotsetError(f"bench multijob: {'; '.join(failed)} ({job['system']})")
+    names = [str(i) for i in range(jobs)]
+    wait_for_jobs(procs, names=names, timeout_s=JOB_TIMEOUT_S, suite="multijob", what=job["system"])
     return time.perf_counter() - started
 
 

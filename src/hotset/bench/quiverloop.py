@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hotset.bench.jobprocs import wait_for_jobs
 from hotset.errors import HotsetError
 
 LOOPS = {"open": "quiver[probe={probe}]", "closed": "quiver[probe={probe},placement=true]"}
@@ -166,20 +167,7 @@ def _start_jobs(job: dict[str, Any]) -> None:
     ]
     for p in procs:
         p.start()
-    deadline = time.monotonic() + JOB_TIMEOUT_S
-    try:
-        while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
-            if any(p.exitcode for p in procs):
-                break
-            time.sleep(0.2)
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()  # only this suite's own job processes
-            p.join()
-    failed = [f"job {JOBS[i]} exited with {p.exitcode}" for i, p in enumerate(procs) if p.exitcode]
-    if failed:
-        raise HotsetError(f"bench placement: {'; '.join(failed)} ({job['system']})")
+    wait_for_jobs(procs, names=JOBS, timeout_s=JOB_TIMEOUT_S, suite="placement", what=job["system"])
 
 
 def _datasets(work: Path, params: Params) -> list[dict[str, Any]]:
