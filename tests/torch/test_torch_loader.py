@@ -170,3 +170,36 @@ def test_coverage_counts_the_samples_trained_not_those_delivered(dataset_dir: Pa
         assert row["unique_ids_trained"] == len(set(ids[w > 0].tolist()))
     assert rows[0]["unique_ids_trained"] == n
     assert min(r["unique_ids_trained"] for r in rows[1:]) < n
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_labels_ids_and_weights_leave_the_fetch_as_arrays_and_reach_the_loop_as_tensors(
+    dataset_dir: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """A tensor crosses from a worker as a shared-memory handle that costs the main
+    process a socket connection to receive; the three small ones travel as arrays."""
+    from hotset.torch.fetch import BatchFetcher
+
+    kinds: list[tuple[type, ...]] = []
+    original = BatchFetcher.__getitem__
+
+    def recorded(self: BatchFetcher, plan: object) -> object:
+        out = original(self, plan)  # type: ignore[arg-type]
+        if not isinstance(out, Exception):
+            kinds.append(tuple(type(part) for part in out[:4]))
+        return out
+
+    monkeypatch.setattr(BatchFetcher, "__getitem__", recorded)  # seen with 0 workers
+    data = hotset.open_dataset(dataset_dir)
+    with hotset.loader(
+        data, system="lru", cache=0.3, batch_size=32, num_workers=workers
+    ) as loader:
+        batches = run_epoch(loader, 0)
+    if workers == 0:
+        assert kinds and all(k == (torch.Tensor, np.ndarray, np.ndarray, np.ndarray) for k in kinds)
+    labels = np.asarray(data.manifest.labels)
+    for x, y, ids, w in batches:
+        assert all(isinstance(t, torch.Tensor) for t in (x, y, ids, w))
+        assert ids.dtype == torch.int64 and w.dtype == torch.float32
+        assert y.tolist() == labels[ids.numpy()].tolist()
+        assert torch.all(w == 1.0)

@@ -73,6 +73,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
 
 import numpy as np
+import torch
 from torch.utils.data import DataLoader
 
 from hotset.cachestore.base import CacheStore
@@ -119,6 +120,15 @@ __all__ = [
 _WORKER_DIED = re.compile(r"DataLoader worker \(pid")
 #: torch's prefix of an error raised in a worker and re-raised here (user code's own)
 _RAISED_IN_WORKER = "in DataLoader worker process"
+
+
+def _pins_memory() -> bool:
+    """Whether a DataLoader given ``pin_memory=True`` pins here: with an accelerator,
+    not Apple's (torch's own rule, ``_BaseDataLoaderIter``)."""
+    if not torch.accelerator.is_available():
+        return False
+    device = torch.accelerator.current_accelerator()
+    return device is None or device.type != "mps"
 
 
 def _worker_died(exc: BaseException) -> bool:
@@ -193,6 +203,7 @@ class HotsetLoader(Checkpoints):
         self._probes = parts.probes
         self._new_dataloader = parts.new_dataloader
         self._sampler = parts.sampler
+        self._pin_labels = self.options.pin_memory and _pins_memory()
         #: iter() calls on ``_dataloader``: after the first, kept workers are reseeded
         self._dataloader_iters = 0
 
@@ -702,8 +713,9 @@ class HotsetLoader(Checkpoints):
                 if batch is None:
                     break
                 stall = time.perf_counter() - t0
-                x, y, ids, w, info = batch
-                served = self._account(stats, info, ids.numpy(), w.numpy(), stall)
+                x, y_a, ids_a, w_a, info = batch
+                served = self._account(stats, info, ids_a, w_a, stall)
+                y, ids, w = self._small_tensors(y_a, ids_a, w_a)
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(hit=f"{stats.row()['exact_hit_ratio']:.3f}")
@@ -727,6 +739,18 @@ class HotsetLoader(Checkpoints):
             if bar is not None:
                 bar.close()
             del it  # non-persistent workers shut down here
+
+    def _small_tensors(
+        self, y: np.ndarray, ids: np.ndarray, w: np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A batch's labels, ids and weights as tensors: workers send them as arrays
+        (:mod:`hotset.torch.fetch`, step 4), so the labels are pinned here when the
+        DataLoader pins what it hands over (``pin_memory`` on an accelerator, as its
+        own rule says)."""
+        y_t = torch.from_numpy(y)
+        if self._pin_labels:
+            y_t = y_t.pin_memory()
+        return y_t, torch.from_numpy(ids), torch.from_numpy(w)
 
     def _start(self, stats: EpochStats, dataloader: DataLoader[Any]) -> Iterator[Any]:
         """The DataLoader's iterator for this epoch (its workers started), read-ahead running."""
