@@ -59,7 +59,7 @@ DEFAULTS: dict[str, Any] = {
     "lookahead": 1.8,
     "ranged": True,
     "stagger": True,
-    "preview": 0,
+    "preview": 8,
     "sampler": "iis",
     "beta": BETA,
     "window": WINDOW,
