@@ -97,6 +97,8 @@ class Scout(Policy):
         self.horizon = 0
         self.counts: dict[str, int] = dict.fromkeys(_COUNTS, 0)
         self._resident: dict[int, None] = {}
+        #: byte size per id (the budget's, as a list: read once per fetched member)
+        self._size: list[int] = []
         self._scores: npt.NDArray[np.float64] | None = None
         self._n = 0
         self._reset_plan(None)
@@ -108,7 +110,7 @@ class Scout(Policy):
         if layout is None:
             return
         self._n = n = len(layout.chunk_of)
-        sizes = [self.budget.size_of(i) for i in range(n)]
+        self._size = sizes = [self.budget.size_of(i) for i in range(n)]
         mean = max(1.0, sum(sizes) / max(1, n))
         cap = self.budget.capacity_bytes
         slots = int(cap / mean) if cap is not None else n
@@ -203,8 +205,9 @@ class Scout(Policy):
         c = int(self.layout.chunk_of[sid])
         admitted: list[int] = []
         evicted: list[int] = []
+        size = self._size
         for q, m in self._due_members(c, p):
-            if not self._make_room(self.budget.size_of(m), q, evicted):
+            if not self._make_room(size[m], q, evicted):
                 break
             self._admit(m)
             admitted.append(m)
@@ -295,12 +298,12 @@ class Scout(Policy):
     def _admit(self, sid: int) -> None:
         self._resident[sid] = None
         self._fresh.add(sid)
-        self.used_bytes += self.budget.size_of(sid)
+        self.used_bytes += self._size[sid]
         self.used_items += 1
 
     def _evict(self, sid: int) -> None:
         del self._resident[sid]
-        self.used_bytes -= self.budget.size_of(sid)
+        self.used_bytes -= self._size[sid]
         self.used_items -= 1
 
     # -- what the cache holds -----------------------------------------------------
