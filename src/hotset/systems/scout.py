@@ -20,7 +20,7 @@ Options (``scout[lookahead=1.8,ranged=true,stagger=true,sampler=iis,...]``):
   own, so that windows do not all renew together (false: the ablation row);
 * ``preview``: batches of the next epoch's permutation (a superset of its order)
   the epoch's last windows may fetch, so that the next epoch does not start with one
-  request per chunk at once (0: off);
+  request per chunk at once (8; 0: off, the ablation row);
 * ``sampler``: ``iis`` (iCACHE's importance sampling) or ``random`` (a uniform
   permutation of every id: the ablation row without importance);
 * ``beta``, ``window``, ``warm_up``, ``reuse_factor``: IIS's own
@@ -178,7 +178,7 @@ _DOCS: dict[str, tuple[str, str]] = {
     ),
     "preview": (
         "int",
-        "batches of the next epoch's permutation the last windows may fetch (0: none)",
+        "batches of the next epoch's permutation the last windows may fetch (0: none, the ablation)",
     ),
     "sampler": ("|".join(SAMPLERS), "iis: iCACHE's importance sampling; random: every id"),
     "beta": ("number", "IIS: keep with percentile(loss) ** beta"),
