@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import shutil
+from pathlib import Path
 
 import pytest
 
 from hotset.bench.faults import run
+from hotset.bench.faults_security import _fill, _tmpfs
+from hotset.storage.local import LocalStore
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server")
 
@@ -49,4 +53,23 @@ def test_every_scenario_runs_and_loses_nothing() -> None:
     for scenario in ("package-dir-full", "package-dir-read-only"):
         row = rows[scenario]
         if row["runs"]:  # a tmpfs could be mounted (root): the fallback really ran
+            assert row["package_write_errors"] > 0, row  # the fault landed in every run
             assert row["package_fallback_reads"] > 0, row
+
+
+def test_a_full_package_dir_stays_full_when_the_loader_deletes_a_package(
+    tmp_path: Path,
+) -> None:
+    """The loader deletes each package once read; the space that freed used to take the
+    next package, so in about one full run in six no package write failed and
+    package-dir-full tested nothing. The filler keeps the file system full."""
+    with _tmpfs(tmp_path / "pk", "1m") as mounted:
+        if not mounted:
+            pytest.skip("mounting a tmpfs needs root")
+        store = LocalStore(tmp_path / "pk")
+        store.write(".hotset-packages/run/0.pkg", b"p" * 65536)  # written before the fault
+        _fill(tmp_path / "pk")
+        (tmp_path / "pk" / ".hotset-packages" / "run" / "0.pkg").unlink()  # read: deleted
+        with pytest.raises(OSError) as full:
+            store.write(".hotset-packages/run/1.pkg", b"q" * 4096)
+        assert full.value.errno == errno.ENOSPC

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from process_support import run_job
+from process_support import run_torchrun
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -19,18 +19,10 @@ from rank_impact_job import EPOCHS, eval_loss  # noqa: E402
 
 def _ranks(dataset_dir: Path, out: Path, world: int) -> list[dict[str, Any]]:
     out.mkdir()
-    run_job(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            str(world),
-            str(HERE / "rank_impact_job.py"),
-            str(dataset_dir),
-            str(out),
-        ]
+    run_torchrun(
+        [str(HERE / "rank_impact_job.py"), str(dataset_dir), str(out)],
+        nproc=world,
+        logs=out.parent / "logs",
     )
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
 

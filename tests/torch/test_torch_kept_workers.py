@@ -31,7 +31,7 @@ import hotset
 from hotset.errors import HotsetError
 from hotset.torch.forksafe import fork_can_deadlock, keeps_workers
 from hotset.torch.loader import HotsetLoader, _worker_died
-from process_support import run_job
+from process_support import run_torchrun
 
 HERE = Path(__file__).resolve().parent
 
@@ -261,20 +261,8 @@ def test_which_workers_are_kept(asked: bool | None, method: str, workers: int, k
 
 
 def _torchrun(dataset_dir: Path, out: Path, mode: str) -> list[dict[str, Any]]:
-    run_job(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            "2",
-            str(HERE / "rank_kept_workers_job.py"),
-            str(dataset_dir),
-            str(out),
-            mode,
-        ]
-    )
+    script = [str(HERE / "rank_kept_workers_job.py"), str(dataset_dir), str(out), mode]
+    run_torchrun(script, nproc=2, logs=out / "logs")
     return [json.loads((out / f"{mode}{r}.json").read_text()) for r in range(2)]
 
 

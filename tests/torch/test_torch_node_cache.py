@@ -32,7 +32,7 @@ from hotset.cachestore.shm_layout import (
     free_cap,
     members_bytes,
 )
-from process_support import run_job
+from process_support import run_torchrun
 
 HERE = Path(__file__).resolve().parent
 N = 200  # samples in the dataset_dir fixture
@@ -53,20 +53,9 @@ def assert_within_node_budget(shm: dict[str, Any], local_ranks: int) -> None:
     assert shm["payload_bytes"] <= shm["capacity"], shm
 
 
-def _torchrun(world: int, *args: str) -> None:
-    run_job(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            str(world),
-            str(HERE / "rank_node_job.py"),
-            *args,
-        ],
-        timeout_s=150,
-    )
+def _torchrun(world: int, logs: Path, *args: str) -> None:
+    """``world`` ranks of rank_node_job.py, each logging to a file of its own under ``logs``."""
+    run_torchrun([str(HERE / "rank_node_job.py"), *args], nproc=world, logs=logs, timeout_s=150)
 
 
 @pytest.mark.parametrize("world", [2, 4])
@@ -76,7 +65,7 @@ def test_local_ranks_share_one_cache_within_the_node_budget(
     """2 and 4 ranks, each with 0 and 2 workers, MinIO and LRU: /dev/shm holds one node's
     cache, every sample is trained once per epoch across the ranks with its own bytes, the
     ranks find each other's entries, and the last rank out unlinks the segment."""
-    _torchrun(world, "run", str(dataset_dir), str(tmp_path), "2")
+    _torchrun(world, tmp_path / "logs", "run", str(dataset_dir), str(tmp_path), "2")
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(world)]
     for key, first in ranks[0].items():
         for shm in first["shm"]:
@@ -99,7 +88,7 @@ def test_a_job_on_one_node_cache_resumes_mid_epoch_exactly(
 ) -> None:
     """Each rank saves mid-epoch; a new job of the same size finishes with the same batches."""
     for modes in ("full,first", "second"):  # the second job is a new one: a new cache
-        _torchrun(2, modes, str(dataset_dir), str(tmp_path))
+        _torchrun(2, tmp_path / "logs", modes, str(dataset_dir), str(tmp_path))
     for rank in range(2):
         full, first, second = (
             json.loads((tmp_path / f"{mode}{rank}.json").read_text())

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from process_support import run_job
+from process_support import run_torchrun
 
 HERE = Path(__file__).resolve().parent
 #: systems whose every epoch trains each sample once across the ranks
@@ -18,26 +17,16 @@ HERE = Path(__file__).resolve().parent
 EXACTLY_ONCE = ("pytorch", "fifo", "lru", "lfu", "minio", "base", "nopfs", "scout")
 
 
-def _torchrun(script: str, world: int, *args: str) -> None:
-    """Run ``script`` as ``world`` ranks under torch.distributed.run (gloo, one machine)."""
-    run_job(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--standalone",
-            "--nproc_per_node",
-            str(world),
-            str(HERE / script),
-            *args,
-        ]
-    )
+def _torchrun(script: str, world: int, logs: Path, *args: str) -> None:
+    """Run ``script`` as ``world`` ranks under torch.distributed.run (gloo, one machine),
+    each rank logging to a file of its own under ``logs`` (a failure shows each one's)."""
+    run_torchrun([str(HERE / script), *args], nproc=world, logs=logs)
 
 
 def _ranks(script: str, world: int, out: Path, *args: str) -> list[dict[str, Any]]:
     """Run ``script`` as ``world`` ranks writing ``out/rank{r}.json``; those results."""
     out.mkdir()
-    _torchrun(script, world, *args)
+    _torchrun(script, world, out.parent / "logs", *args)
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
 
 
@@ -87,7 +76,7 @@ def test_exactly_once_across_ranks_for_a_plain_system(dataset_dir: Path, tmp_pat
 def test_a_ddp_job_resumes_mid_epoch_exactly(dataset_dir: Path, tmp_path: Path) -> None:
     """Each rank saves its state mid-epoch; a new job of the same size continues exactly."""
     for mode in ("full", "first", "second"):
-        _torchrun("rank_resume_job.py", 2, str(dataset_dir), str(tmp_path), mode)
+        _torchrun("rank_resume_job.py", 2, tmp_path / "logs", str(dataset_dir), str(tmp_path), mode)
     for rank in range(2):
         full = json.loads((tmp_path / f"full{rank}.json").read_text())
         first = json.loads((tmp_path / f"first{rank}.json").read_text())

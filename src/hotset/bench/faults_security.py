@@ -17,9 +17,10 @@ again here and counted (nothing simulated; ``tests/faults/`` asserts each once):
   the cache-write turn (its put waits on a paused server): hangs, whether the
   error names the dead worker and whether the loader closes and runs again;
 * ``package-dir-full`` / ``package-dir-read-only``: iCACHE's package directory
-  on a small tmpfs filled by another process, or remounted read-only, after the
-  warm-up: failed runs, and the package members read singly instead. These
-  mount a tmpfs and need root; elsewhere the row says it did not run.
+  on a small tmpfs filled (and kept full) by another process, or remounted
+  read-only, after the warm-up: failed runs, failed package writes (a run with
+  none tested nothing and counts as failed), and the package members read singly
+  instead. These mount a tmpfs and need root; elsewhere the row says it did not run.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -377,12 +379,52 @@ def _tmpfs(path: Path, size: str) -> Iterator[bool]:
             subprocess.run(["umount", "-l", str(path)], capture_output=True, check=False)
 
 
+#: the folder (on the package directory's file system) where the filler holds files
+_HELD = "filler-held"
+
+
 def _fill(path: Path) -> None:
-    """Another process's file takes every free byte of the file system."""
+    """Another process's file takes every free byte of the file system, and keeps it so.
+
+    Filling it once was not enough: the loader deletes each package once read,
+    and the space a deletion freed took the next package, so in about one run in
+    six no package write failed and the scenario tested nothing. The filler now
+    also holds every file already there (:func:`_hold`), so the loader's
+    deletions free no space: the file system stays full until it is unmounted,
+    as a disk that another job keeps filling does, and the first package write
+    after the fault fails in every run.
+    """
+    (path / _HELD).mkdir(exist_ok=True)  # before the fill: a folder may need space
     with contextlib.suppress(OSError), open(path / "filler", "wb") as fh:
         while True:
             fh.write(b"\0" * 65536)
             fh.flush()
+    _hold(path)
+
+
+def _hold(path: Path) -> None:
+    """A hard link in ``path/filler-held/`` to every file under ``path``: a file's space
+    is freed only when its last link goes, so deleting the original frees nothing.
+
+    Deterministic: the loader deletes packages only in its main process's thread,
+    the one that runs the fault, so none is deleted while this runs; a file renamed
+    meanwhile (a package write finishing) is found under its new name by the next pass.
+    """
+    held = path / _HELD
+    seen: set[int] = {os.stat(path / "filler").st_ino}
+    changed = True
+    while changed:
+        changed = False
+        for file in sorted(f for f in path.rglob("*") if held not in f.parents):
+            try:
+                info = os.stat(file, follow_symlinks=False)
+                if not stat.S_ISREG(info.st_mode) or info.st_ino in seen:
+                    continue
+                os.link(file, held / str(info.st_ino), follow_symlinks=False)
+            except FileNotFoundError:
+                changed = True  # renamed or removed while listed: look again
+                continue
+            seen.add(info.st_ino)
 
 
 def _remount_ro(path: Path) -> None:
@@ -399,9 +441,35 @@ def _learning(loader: Any) -> Callable[[Any], None]:
     return learn
 
 
-def _package_rows(root: Path, runs: int) -> list[dict[str, Any]]:
+def _package_run(
+    root: Path, files: list[bytes], pkdir: Path, fault: Callable[[Path], None], seed: int
+) -> tuple[int, dict[str, Any]]:
+    """One run of iCACHE with ``fault`` on its package directory before epoch 1's second
+    batch: (wrong samples, the loader's policy summary)."""
     import hotset
 
+    data = hotset.open_dataset(root, decode="bytes")
+    with hotset.loader(
+        data,
+        system="icache",
+        cache=0.2,
+        batch_size=_BATCH,
+        num_workers=2,
+        seed=seed,
+        package_dir=str(pkdir),
+    ) as ld:
+        learn = _learning(ld)
+        rows = [epoch_row(ld, 0, files, on_batch=learn)]
+        rows.append(epoch_row(ld, 1, files, functools.partial(fault, pkdir), on_batch=learn))
+        rows += [epoch_row(ld, e, files, on_batch=learn) for e in (2, 3, 4)]
+        summary = ld.policy_summary()
+    # (iCACHE serves some requests by substitution: ids repeat by design)
+    return sum(r["wrong"] for r in rows), summary
+
+
+def _package_rows(root: Path, runs: int) -> list[dict[str, Any]]:
+    """Each package-directory fault, ``runs`` times. A run in which no package write
+    failed tested nothing (the fault did not land): it counts as a failed run, named."""
     files = read_files(root, _manifest_keys(root))
     rows = []
     faults: dict[str, Callable[[Path], None]] = {
@@ -409,7 +477,7 @@ def _package_rows(root: Path, runs: int) -> list[dict[str, Any]]:
         "package-dir-read-only": _remount_ro,
     }
     for scenario, fault in faults.items():
-        failed = wrong = fallback = 0
+        failed = wrong = fallback = write_errors = 0
         mounted_all = True
         failures: list[str] = []
         for run in range(runs):
@@ -417,41 +485,31 @@ def _package_rows(root: Path, runs: int) -> list[dict[str, Any]]:
                 mounted_all &= ok
                 if not ok:
                     break
-                pkdir = Path(tmp) / "pk"
                 try:
-                    data = hotset.open_dataset(root, decode="bytes")
-                    with hotset.loader(
-                        data,
-                        system="icache",
-                        cache=0.2,
-                        batch_size=_BATCH,
-                        num_workers=2,
-                        seed=run,
-                        package_dir=str(pkdir),
-                    ) as ld:
-                        learn = _learning(ld)
-                        rows_run = [epoch_row(ld, 0, files, on_batch=learn)]
-                        rows_run.append(
-                            epoch_row(ld, 1, files, functools.partial(fault, pkdir), on_batch=learn)
-                        )
-                        rows_run += [epoch_row(ld, e, files, on_batch=learn) for e in (2, 3, 4)]
-                        summary = ld.policy_summary()
-                        fallback += int(summary.get("package_fallback_reads", 0))
-                    # (iCACHE serves some requests by substitution: ids repeat by design)
-                    wrong += sum(r["wrong"] for r in rows_run)
+                    bad, summary = _package_run(root, files, Path(tmp) / "pk", fault, run)
                 except Exception as exc:
                     failed += 1
                     failures.append(f"{type(exc).__name__}: {exc}"[:200])
+                    continue
+                wrong += bad
+                fallback += int(summary.get("package_fallback_reads", 0))
+                errors = int(summary.get("package_write_errors", 0))
+                write_errors += errors
+                if errors == 0:
+                    failed += 1
+                    failures.append(f"run {run}: no package write failed, the fault tested nothing")
         rows.append(
             {
                 "scenario": scenario,
                 "runs": runs if mounted_all else 0,
                 "failed_runs": failed,
                 "wrong_samples": wrong,
+                "package_write_errors": write_errors,
                 "package_fallback_reads": fallback,
                 "detail": (
                     "icache, 20% cache, package_dir on an 8 MB tmpfs, 2 workers; the fault "
-                    "before epoch 1's second batch, 5 epochs"
+                    "before epoch 1's second batch, 5 epochs; a run with no failed package "
+                    "write is a failed run"
                     if mounted_all
                     else "did not run: mounting a tmpfs needs root"
                 )
