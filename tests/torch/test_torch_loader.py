@@ -191,9 +191,7 @@ def test_labels_ids_and_weights_leave_the_fetch_as_arrays_and_reach_the_loop_as_
 
     monkeypatch.setattr(BatchFetcher, "__getitem__", recorded)  # seen with 0 workers
     data = hotset.open_dataset(dataset_dir)
-    with hotset.loader(
-        data, system="lru", cache=0.3, batch_size=32, num_workers=workers
-    ) as loader:
+    with hotset.loader(data, system="lru", cache=0.3, batch_size=32, num_workers=workers) as loader:
         batches = run_epoch(loader, 0)
     if workers == 0:
         assert kinds and all(k == (torch.Tensor, np.ndarray, np.ndarray, np.ndarray) for k in kinds)
