@@ -69,7 +69,9 @@ def _kill_the_writer(loader: HotsetLoader, url: str, pool: ThreadPoolExecutor) -
     """Batch 0's worker killed inside its write turn; the loader must say so."""
     client = redis.Redis.from_url(url, socket_timeout=10)
     try:
-        client.execute_command("CLIENT", "PAUSE", 5_000, "ALL")
+        # 15 s, not 5: under a loaded full suite a worker once reached its turn after the
+        # pause had ended, wrote, and batch 0 came back (DID NOT RAISE); puts wait 20 s
+        client.execute_command("CLIENT", "PAUSE", 15_000, "ALL")
         first = pool.submit(next, iter(loader))  # batch 0's put waits on the paused server
         os.kill(_holder(loader, 30), signal.SIGKILL)
         with pytest.raises(HotsetError, match="worker died"):
