@@ -57,3 +57,38 @@ def test_sizes_imagenet_moves_imagenet_like_bytes(tmp_path: Path) -> None:
         means[sizes] = params["mean_sample_bytes"]
     assert means["small"] < 2_000  # 16x16 PNGs, as before
     assert 80_000 < means["imagenet"] < 140_000  # n=200 of the mean-110 kB log-normal
+
+
+def test_repeats_report_the_median_run_and_list_every_run(tmp_path: Path) -> None:
+    main(
+        [
+            "bench", "loader", "--root", str(tmp_path), "--latency-ms", "0.5",
+            "--n", "200", "--epochs", "1", "--workers", "0", "--batch-size", "32",
+            "--compute-ms", "0", "--systems", "pytorch", "--repeats", "3", "--json",
+        ]
+    )  # fmt: skip
+    doc = json.loads((tmp_path / "benchmarks" / "results" / "loader.json").read_text())
+    result = doc["result"]
+    assert len(result["runs"]) == 3
+    rows = {r["name"]: r for r in result["table"]}
+    assert set(rows) == {"torch", "pytorch", "no-io"}
+    speeds = sorted(run["table"][1]["samples_per_s"] for run in result["runs"])
+    assert rows["pytorch"]["samples_per_s"] == round(speeds[1], 3)
+    ratios = rows["pytorch"]["vs_no_io_runs"]
+    assert len(ratios) == 3 and rows["pytorch"]["vs_no_io"] == sorted(ratios)[1]
+    for run, ratio in zip(result["runs"], ratios, strict=True):
+        by_name = {r["name"]: r["samples_per_s"] for r in run["table"]}
+        assert ratio == round(by_name["pytorch"] / by_name["no-io"], 3)
+    assert any("3 runs of every table" in note for note in result["notes"])
+
+
+def test_runs_with_other_rows_are_not_combined() -> None:
+    from hotset.bench.loader import median_of_runs
+    from hotset.errors import HotsetError
+
+    a = [{"name": "pytorch", "samples_per_s": 1.0}]
+    b = [{"name": "lru", "samples_per_s": 1.0}]
+    with pytest.raises(HotsetError, match="not have the same rows"):
+        median_of_runs([a, b])
+    with pytest.raises(HotsetError, match="no runs"):
+        median_of_runs([])

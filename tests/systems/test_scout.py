@@ -245,6 +245,10 @@ def test_each_rank_is_served_its_own_shard_in_order() -> None:
         ("scout[stagger=2]", "stagger"),
         ("scout[horizon=3]", "has no option 'horizon'"),
         ("scout[coverage_epochs=-2]", "coverage_epochs"),
+        ("scout[preview=far]", "preview got 'far', expected int or 'horizon'"),
+        ("scout[preview=-1]", "preview must be 'horizon' or an integer >= 0, got -1"),
+        ("scout[ramp=0]", r"ramp must be a number in \(0, 1\], got 0"),
+        ("scout[ramp=1.5]", "ramp must be a number in"),
     ],
 )
 def test_bad_options_are_named(spec: str, match: str) -> None:
@@ -259,9 +263,59 @@ def test_scout_needs_a_chunk_layout() -> None:
         )
 
 
-def test_preview_starts_the_next_epoch_from_the_cache_and_resumes_exactly() -> None:
+def _io_per_batch(spec: str, epochs: int) -> list[list[tuple[int, int]]]:
+    """Per epoch, per batch: (storage requests, storage bytes)."""
+    planner, _ = _planner(spec)
+    out = []
+    for epoch in range(epochs):
+        planner.begin(epoch)
+        io = []
+        for plan in planner.plans():
+            io.append((plan.storage_requests, plan.storage_bytes))
+            planner.give(plan.index, plan.served, _losses(plan.served, epoch))
+        planner.finish(val_accuracy=None)
+        out.append(io)
+    return out
+
+
+def _requests_per_batch(spec: str, epochs: int) -> list[list[int]]:
+    return [[r for r, _ in epoch] for epoch in _io_per_batch(spec, epochs)]
+
+
+def test_a_cold_cache_grows_its_horizon_over_the_first_epoch() -> None:
+    """ramp: the first batch reads a share of the fetched-ahead stock it would read at
+    the full horizon (it has a request for nearly every chunk either way), for some
+    more requests in the first epoch only."""
+    full = _io_per_batch("scout[ramp=1]", 3)
+    ramped = _io_per_batch("scout[ramp=0.3]", 3)
+    assert full[0][0][0] == ramped[0][0][0]  # the same requests in the first batch...
+    assert ramped[0][0][1] < 0.5 * full[0][0][1]  # ...moving less than half the bytes
+    assert sum(r for r, _ in ramped[0]) > sum(r for r, _ in full[0])
+    # a warm epoch is not ramped: it makes about the requests the full horizon makes
+    for epoch in (1, 2):
+        later_full = sum(r for r, _ in full[epoch])
+        assert abs(sum(r for r, _ in ramped[epoch]) - later_full) <= 0.15 * later_full
+
+
+def test_a_horizon_preview_carries_every_window_across_the_epoch_boundary() -> None:
+    """preview=horizon (the default): each chunk's window goes on into the next epoch,
+    so a later epoch never starts with a request per chunk at once, and it makes fewer
+    requests than with no preview (whose every epoch restarts every window)."""
+    chunks = 16  # 1,024 ids in chunks of 64
+    assert _requests_per_batch("scout", 2) == _requests_per_batch("scout[preview=horizon]", 2)
+    on = _requests_per_batch("scout[ramp=1]", 3)  # both with the first epoch not ramped
+    off = _requests_per_batch("scout[preview=0,ramp=1]", 3)
+    for epoch in (1, 2):
+        assert max(off[epoch]) >= chunks - 2  # every chunk at the epoch's first miss
+        assert max(on[epoch]) <= chunks // 2
+        assert sum(on[epoch]) < sum(off[epoch])
+
+
+@pytest.mark.parametrize("preview", ["4", "horizon"])
+def test_preview_starts_the_next_epoch_from_the_cache_and_resumes_exactly(preview: str) -> None:
     """preview: the epoch's last windows fetch the next permutation's first batches, so
-    the next epoch's first batches are hits; decisions stay a function of the state."""
+    the next epoch's first batches are hits; decisions stay a function of the state
+    (the chunks whose windows go on across the boundary are part of it)."""
     from hotset.torch.loader import load_system_state, system_state
 
     def run(planner: Planner, epochs: range) -> list[tuple[int, ...]]:
@@ -275,14 +329,14 @@ def test_preview_starts_the_next_epoch_from_the_cache_and_resumes_exactly() -> N
         return out
 
     plain, _ = _planner("scout[preview=0]")
-    ahead, _ = _planner("scout[preview=4]")
+    ahead, _ = _planner(f"scout[preview={preview}]")
     a, b = run(plain, range(2)), run(ahead, range(2))
     per_epoch = len(a) // 2
     first = slice(per_epoch, per_epoch + 4)  # epoch 1's first 4 batches
     assert [r[1:] for r in a] == [r[1:] for r in b]  # the same order, served as drawn
     assert sum(r[0] for r in b[first]) * 3 < sum(r[0] for r in a[first])
     # resume at the epoch boundary: the previewed members are part of the saved state
-    again, _ = _planner("scout[preview=4]")
+    again, _ = _planner(f"scout[preview={preview}]")
     run(again, range(1))
 
     def plain_json(value: object) -> object:
@@ -293,6 +347,6 @@ def test_preview_starts_the_next_epoch_from_the_cache_and_resumes_exactly() -> N
         raise TypeError(type(value).__name__)
 
     state = json.loads(json.dumps(system_state(again.system), default=plain_json))
-    fresh, _ = _planner("scout[preview=4]")
+    fresh, _ = _planner(f"scout[preview={preview}]")
     load_system_state(fresh.system, state)
     assert run(fresh, range(1, 3)) == run(again, range(1, 3))

@@ -22,6 +22,7 @@ batch (worker start-up) included; ``stall_share`` is stall over wall time.
 from __future__ import annotations
 
 import math
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -109,6 +110,39 @@ def with_rates(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         for row in table
     ]
+
+
+def median_of_runs(tables: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One table from repeated runs of the same rows (each already :func:`with_rates`).
+
+    Why: on a shared machine one run's samples/s moves by a few hundredths from run
+    to run, which is the size of the differences the loader suite is read for. Each
+    row keeps its first run's counts (requests and bytes repeat exactly: the
+    decisions are a function of the seed) and reports the median of its speeds;
+    ``vs_no_io`` is the median of each run's own ratio to the no-I/O row measured
+    beside it, and ``vs_no_io_runs`` lists them all, so the spread is shown.
+    """
+    if not tables:
+        raise HotsetError("median_of_runs: no runs to combine")
+    names = [row["name"] for row in tables[0]]
+    for table in tables[1:]:
+        if [row["name"] for row in table] != names:
+            raise HotsetError("median_of_runs: the runs do not have the same rows")
+    out = []
+    for i, first in enumerate(tables[0]):
+        rows = [table[i] for table in tables]
+        row = dict(first)
+        for key in ("samples_per_s", "stall_seconds", "stall_share", "wall_seconds"):
+            if all(isinstance(r.get(key), int | float) for r in rows):
+                row[key] = round(statistics.median(r[key] for r in rows), 3)
+        for key in ("vs_torch", "vs_no_io"):
+            values = [r.get(key) for r in rows]
+            numbers = [float(v) for v in values if isinstance(v, int | float)]
+            if len(numbers) == len(values):
+                row[key] = round(statistics.median(numbers), 3)
+                row[key + "_runs"] = values
+        out.append(row)
+    return out
 
 
 def plain_row(

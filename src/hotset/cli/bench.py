@@ -278,6 +278,14 @@ def store(
     show_default=True,
     help="imagenet: samples padded to ImageNet-like sizes (log-normal, mean 110 kB).",
 )
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Run every table this many times: each speed is the median, with every run's "
+    "vs_no_io listed (one run moves by a few hundredths on a shared machine).",
+)
 @name_option("loader")
 @click.option("--json", "as_json", is_flag=True)
 @root_option
@@ -295,6 +303,7 @@ def loader(
     systems: str,
     seed: int,
     sizes: str,
+    repeats: int,
     name: str,
     as_json: bool,
     root: Path,
@@ -313,33 +322,43 @@ def loader(
         bandwidth_mb_s=bandwidth_mb_s,
         concurrency=concurrency,
     )
-    from hotset.bench.loader import run, with_rates
+    from hotset.bench.loader import median_of_runs, run, with_rates
     from hotset.systems.registry import split_systems
 
     names = tuple(split_systems(systems))
     table: list[dict[str, Any]] = []
     runs = []
     notes: list[str] = []
+    if repeats > 1:
+        notes.append(
+            f"{repeats} runs of every table: each speed is the median of the runs; "
+            "vs_no_io is the median of each run's ratio to its own no-I/O row, and "
+            "vs_no_io_runs lists every run's"
+        )
     for store in stores:
         latency = store.latency_ms
-        click.echo(f"loader benchmark at {latency:g} ms per request ...", err=True)
-        result = run(
-            latency_ms=latency,
-            concurrency=store.max_concurrency,
-            bandwidth_mb_s=store.bandwidth_mb_s,
-            workers=workers,
-            batch_size=batch_size,
-            compute_ms=compute_ms,
-            cache_frac=cache_frac,
-            n=n,
-            epochs=epochs,
-            systems=names,
-            seed=seed,
-            sizes=sizes,
-        )
-        runs.append(result)
-        table += [{"latency_ms": latency} | row for row in with_rates(result["table"])]
-        notes += [note for note in result.get("notes", []) if note not in notes]
+        tables = []
+        for rep in range(repeats):
+            of = f" (run {rep + 1} of {repeats})" if repeats > 1 else ""
+            click.echo(f"loader benchmark at {latency:g} ms per request{of} ...", err=True)
+            result = run(
+                latency_ms=latency,
+                concurrency=store.max_concurrency,
+                bandwidth_mb_s=store.bandwidth_mb_s,
+                workers=workers,
+                batch_size=batch_size,
+                compute_ms=compute_ms,
+                cache_frac=cache_frac,
+                n=n,
+                epochs=epochs,
+                systems=names,
+                seed=seed,
+                sizes=sizes,
+            )
+            runs.append(result)
+            tables.append(with_rates(result["table"]))
+            notes += [note for note in result.get("notes", []) if note not in notes]
+        table += [{"latency_ms": latency} | row for row in median_of_runs(tables)]
     if not as_json:
         click.echo(store_line(stores))
     described = [s.as_dict() for s in stores]

@@ -22,6 +22,21 @@ brings about ``1 + chunk_size * horizon / n`` members. A chunk's first window
 of an epoch is a share of the horizon of its own (:func:`_stagger`), so that
 the chunks' windows do not all renew together.
 
+Across epochs
+-------------
+When the next epoch's permutation is previewed (:meth:`Scout.set_preview`; the
+system previews as far as the horizon by default), the lookahead reads on past
+the epoch's end, so the windows requested late in an epoch reach into the next
+one and end there at positions as spread as their requests were. A chunk whose
+window ends inside the preview keeps that window next epoch: its first request
+there is a whole horizon, not a staggered share. The fetched-ahead stock then
+stays level across the boundary instead of draining and being rebuilt by a
+burst of one request per chunk (measured on the loader bench, 4,000 samples,
+chunk 64, 20% cache: 885 requests in 4 epochs fell to 753, and the batch after
+an 8-batch preview that made 30 requests makes at most 8). A window cut at the
+preview's end is staggered again, since every such chunk would renew at once.
+Which chunks keep their window is part of the saved state.
+
 What leaves the cache for a fetched member (never a fetched-ahead member
 whose turn has not come: its bytes would be wasted):
 
@@ -85,15 +100,24 @@ class Scout(Policy):
         lookahead: float = 1.8,
         ranged: bool = True,
         stagger: bool = True,
-        preview: int = 0,
+        preview: int | None = 0,
+        ramp: float = 1.0,
     ) -> None:
         super().__init__(budget, seed=seed)
         self.lookahead = float(lookahead)
         self.ranged = bool(ranged)
         self.stagger = bool(stagger)
-        #: positions of the next epoch's order the lookahead may see (see set_preview)
-        self.preview = int(preview)
+        #: a cold cache's horizon starts at this share of the full one (see _window)
+        self.ramp = float(ramp)
+        self._ramp_len = 0
+        #: positions of the next epoch's order the lookahead may see (see set_preview);
+        #: None: as far as the horizon reaches (set with the layout)
+        self._preview_option = preview
+        self.preview = 0 if preview is None else int(preview)
         self._next_epoch: list[int] = []
+        #: chunks whose latest window reached into the previewed next epoch: their
+        #: window goes on there, so their first request next epoch is not staggered
+        self._spilled: set[int] = set()
         self.horizon = 0
         self.counts: dict[str, int] = dict.fromkeys(_COUNTS, 0)
         self._resident: dict[int, None] = {}
@@ -117,14 +141,17 @@ class Scout(Policy):
         if self.budget.capacity_items is not None:
             slots = min(slots, self.budget.capacity_items)
         self.horizon = int(self.lookahead * slots)
+        if self._preview_option is None:
+            self.preview = self.horizon
 
     def set_preview(self, ids: IntArray) -> None:
         """The next epoch's likely order (a superset: the sampler's permutation before
         its selection), told before :meth:`begin_epoch`.
 
         The lookahead of the epoch's last windows then reaches its first ``preview``
-        positions, so the next epoch does not start with one request per chunk at
-        once. An id previewed but not drawn next epoch is bytes read for nothing.
+        positions (the horizon, with ``preview=None``), so the next epoch does not
+        start with one request per chunk at once. An id previewed but not drawn next
+        epoch is bytes read for nothing.
         """
         self._next_epoch = [int(i) for i in ids[: self.preview]] if self.preview else []
 
@@ -137,7 +164,10 @@ class Scout(Policy):
         self._next_use: dict[int, int] = {}  # id -> its next position (absent: NEVER)
         self._chunk_pos: dict[int, list[int]] = {}  # chunk -> positions of its members
         self._chunk_ptr: dict[int, int] = {}
-        self._fetched: set[int] = set()  # chunks read this epoch (their first window done)
+        # chunks read this epoch (their first window done), or whose window goes on from
+        # the last epoch's preview
+        self._fetched: set[int] = self._spilled if planned is not None else set()
+        self._spilled = set()
         self._fresh: set[int] = set()  # fetched ahead, their turn not come yet
         self._idle: list[tuple[float, int]] = []
         self._carried: list[tuple[int, int]] = []
@@ -145,7 +175,11 @@ class Scout(Policy):
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
         """Index the planned order: next uses, each chunk's positions, what may leave."""
         super().begin_epoch(epoch, planned)
+        # a cold start (nothing resident, no window going on): the horizon grows over
+        # this epoch, so the fetched-ahead stock is not all read before batch 0
+        cold = not self._resident and not self._spilled
         self._reset_plan(planned)
+        self._ramp_len = len(self._order) if cold and self.ramp < 1.0 else 0
         order = self._seq
         if order and self.layout is not None:
             last: dict[int, int] = {}
@@ -236,12 +270,18 @@ class Scout(Policy):
         while ptr < len(positions) and positions[ptr] <= p:
             ptr += 1
         self._chunk_ptr[c] = ptr
-        end = p + self.horizon
+        horizon = self._window(p)
+        end = p + horizon
         if (
             self.stagger and c not in self._fetched
         ):  # stagger: the first window is a chunk's own share of one
             self._fetched.add(c)
-            end = p + int(self.horizon * _stagger(c, self.epoch))
+            end = p + int(horizon * _stagger(c, self.epoch))
+        if end >= len(self._order):  # the window reaches into the previewed next epoch
+            if end < len(self._seq):
+                self._spilled.add(c)  # and ends there: it goes on next epoch
+            else:
+                self._spilled.discard(c)  # cut at the preview's end, as every chunk's is
         out: list[tuple[int, int]] = []
         seen: set[int] = set()
         order, resident = self._seq, self._resident
@@ -253,6 +293,21 @@ class Scout(Policy):
                 seen.add(m)
                 out.append((q, m))
         return out
+
+    def _window(self, p: int) -> int:
+        """The horizon at position ``p``: the full one, or on a cold start a share growing
+        from ``ramp`` at the epoch's start to 1 at its end.
+
+        Why: the fetched-ahead stock (about half the horizon) has to be read before
+        the members it holds are trained, and a cold cache has none, so without the
+        ramp the first batches wait for all of it while every sample is a miss and the
+        link has least to spare. Growing the horizon over the first epoch reads the
+        stock a little at a time, for some extra requests in that epoch.
+        """
+        if not self._ramp_len:
+            return self.horizon
+        share = self.ramp + (1.0 - self.ramp) * min(1.0, p / self._ramp_len)
+        return int(self.horizon * share)
 
     def _make_room(self, size: int, q: int, evicted: list[int]) -> bool:
         """Evict idle, then carried ids used after ``q``, until ``size`` bytes fit."""
@@ -328,6 +383,7 @@ class Scout(Policy):
             "resident": list(self._resident),
             "scores": None if self._scores is None else self._scores.tolist(),
             "counts": dict(self.counts),
+            "spilled": sorted(self._spilled),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -336,6 +392,7 @@ class Scout(Policy):
             scores = state["scores"]
             counts = {k: int(state["counts"][k]) for k in _COUNTS}
             epoch = int(state["epoch"])
+            spilled = {int(c) for c in state.get("spilled", ())}  # absent: saved before it
         except (KeyError, TypeError, ValueError) as exc:
             raise HotsetError(
                 f"scout: a malformed state ({exc!r}); it was not saved by scout"
@@ -352,6 +409,7 @@ class Scout(Policy):
         self.counts = counts
         self.epoch = epoch
         self._reset_plan(None)
+        self._spilled = spilled
 
 
 def _stagger(c: int, epoch: int) -> float:

@@ -18,9 +18,11 @@ Options (``scout[lookahead=1.8,ranged=true,stagger=true,sampler=iis,...]``):
   Brand's bytes, the ablation row);
 * ``stagger``: each chunk's first window of an epoch a share of the horizon of its
   own, so that windows do not all renew together (false: the ablation row);
-* ``preview``: batches of the next epoch's permutation (a superset of its order)
-  the epoch's last windows may fetch, so that the next epoch does not start with one
-  request per chunk at once (8; 0: off, the ablation row);
+* ``preview``: how far into the next epoch's permutation (a superset of its order)
+  the epoch's last windows may fetch: ``horizon`` (the default) as far as a window
+  reaches, so that every chunk's window goes on across the epoch boundary and the
+  next epoch starts with no burst of requests; or a number of batches (0: off, the
+  ablation row);
 * ``sampler``: ``iis`` (iCACHE's importance sampling) or ``random`` (a uniform
   permutation of every id: the ablation row without importance);
 * ``beta``, ``window``, ``warm_up``, ``reuse_factor``: IIS's own
@@ -59,7 +61,8 @@ DEFAULTS: dict[str, Any] = {
     "lookahead": 1.8,
     "ranged": True,
     "stagger": True,
-    "preview": 8,
+    "preview": "horizon",
+    "ramp": 0.5,
     "sampler": "iis",
     "beta": BETA,
     "window": WINDOW,
@@ -72,13 +75,20 @@ DEFAULTS: dict[str, Any] = {
 def _check(opts: dict[str, Any]) -> None:
     """Ranges the option types cannot say (each error names the option and the value)."""
     preview = opts["preview"]
-    if isinstance(preview, bool) or not isinstance(preview, int) or preview < 0:
-        raise HotsetError(f"system 'scout': preview must be an integer >= 0, got {preview!r}")
+    if preview != "horizon" and (
+        isinstance(preview, bool) or not isinstance(preview, int) or preview < 0
+    ):
+        raise HotsetError(
+            f"system 'scout': preview must be 'horizon' or an integer >= 0, got {preview!r}"
+        )
     look = opts["lookahead"]
     if isinstance(look, bool) or not isinstance(look, int | float) or not math.isfinite(look):
         raise HotsetError(f"system 'scout': lookahead must be a number >= 0, got {look!r}")
     if look < 0:
         raise HotsetError(f"system 'scout': lookahead must be >= 0, got {look!r}")
+    ramp = opts["ramp"]
+    if isinstance(ramp, bool) or not isinstance(ramp, int | float) or not 0 < ramp <= 1:
+        raise HotsetError(f"system 'scout': ramp must be a number in (0, 1], got {ramp!r}")
     for key in ("ranged", "stagger"):
         if not isinstance(opts[key], bool):
             raise HotsetError(f"system 'scout': {key} must be true or false, got {opts[key]!r}")
@@ -142,7 +152,8 @@ def build_scout(
         lookahead=opts["lookahead"],
         ranged=opts["ranged"],
         stagger=opts["stagger"],
-        preview=opts["preview"] * batch_size,
+        preview=None if opts["preview"] == "horizon" else opts["preview"] * batch_size,
+        ramp=opts["ramp"],
     )
     sampler.policy = policy
     return System(
@@ -177,8 +188,14 @@ _DOCS: dict[str, tuple[str, str]] = {
         "every window a whole horizon, renewing together)",
     ),
     "preview": (
-        "int",
-        "batches of the next epoch's permutation the last windows may fetch (0: none, the ablation)",
+        "int|horizon",
+        "how far the last windows may fetch into the next epoch's permutation: horizon (as "
+        "far as a window reaches; windows go on across the boundary) or batches (0: none)",
+    ),
+    "ramp": (
+        "number",
+        "a cold cache's horizon starts at this share of the full one and grows to it over "
+        "the first epoch (1: no ramp)",
     ),
     "sampler": ("|".join(SAMPLERS), "iis: iCACHE's importance sampling; random: every id"),
     "beta": ("number", "IIS: keep with percentile(loss) ** beta"),
