@@ -82,6 +82,18 @@ def test_repeats_report_the_median_run_and_list_every_run(tmp_path: Path) -> Non
     assert any("3 runs of every table" in note for note in result["notes"])
 
 
+def test_each_epoch_of_a_repeated_row_is_the_median_of_its_runs() -> None:
+    from hotset.bench.loader import median_of_runs
+
+    runs = [
+        [{"name": "lru", "samples_per_s": s, "per_epoch_samples_per_s": e}]
+        for s, e in ((3.0, [1.0, 9.0]), (1.0, [2.0, 7.0]), (2.0, [3.0, 8.0]))
+    ]
+    (row,) = median_of_runs(runs)
+    assert row["samples_per_s"] == 2.0
+    assert row["per_epoch_samples_per_s"] == [2.0, 8.0]
+
+
 def test_runs_with_other_rows_are_not_combined() -> None:
     from hotset.bench.loader import median_of_runs
     from hotset.errors import HotsetError

@@ -118,7 +118,8 @@ def median_of_runs(tables: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any
     Why: on a shared machine one run's samples/s moves by a few hundredths from run
     to run, which is the size of the differences the loader suite is read for. Each
     row keeps its first run's counts (requests and bytes repeat exactly: the
-    decisions are a function of the seed) and reports the median of its speeds;
+    decisions are a function of the seed) and reports the median of its speeds
+    (each epoch's too);
     ``vs_no_io`` is the median of each run's own ratio to the no-I/O row measured
     beside it, and ``vs_no_io_runs`` lists them all, so the spread is shown.
     """
@@ -135,6 +136,11 @@ def median_of_runs(tables: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any
         for key in ("samples_per_s", "stall_seconds", "stall_share", "wall_seconds"):
             if all(isinstance(r.get(key), int | float) for r in rows):
                 row[key] = round(statistics.median(r[key] for r in rows), 3)
+        epochs = [e for r in rows if isinstance(e := r.get("per_epoch_samples_per_s"), list)]
+        if len(epochs) == len(rows) and len({len(e) for e in epochs}) == 1:
+            row["per_epoch_samples_per_s"] = [  # each epoch's median over the runs
+                round(statistics.median(col), 1) for col in zip(*epochs, strict=True)
+            ]
         for key in ("vs_torch", "vs_no_io"):
             values = [r.get(key) for r in rows]
             numbers = [float(v) for v in values if isinstance(v, int | float)]

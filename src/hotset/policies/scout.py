@@ -31,9 +31,10 @@ one and end there at positions as spread as their requests were. A chunk whose
 window ends inside the preview keeps that window next epoch: its first request
 there is a whole horizon, not a staggered share. The fetched-ahead stock then
 stays level across the boundary instead of draining and being rebuilt by a
-burst of one request per chunk (measured on the loader bench, 4,000 samples,
-chunk 64, 20% cache: 885 requests in 4 epochs fell to 753, and the batch after
-an 8-batch preview that made 30 requests makes at most 8). A window cut at the
+burst of one request per chunk (a planner replay of the loader bench, 4,000
+samples, chunk 64, 20% cache, 4 epochs: an 8-batch preview made 885 requests,
+30 of them in the batch after the preview; the horizon's, 753, at most 10 in any
+batch after the first epoch). A window cut at the
 preview's end is staggered again, since every such chunk would renew at once.
 Which chunks keep their window is part of the saved state.
 
