@@ -34,9 +34,12 @@ stays level across the boundary instead of draining and being rebuilt by a
 burst of one request per chunk (a planner replay of the loader bench, 4,000
 samples, chunk 64, 20% cache, 4 epochs: an 8-batch preview made 885 requests,
 30 of them in the batch after the preview; the horizon's, 753, at most 10 in any
-batch after the first epoch). A window cut at the
-preview's end is staggered again, since every such chunk would renew at once.
-Which chunks keep their window is part of the saved state.
+batch after the first epoch). A window cut at the preview's end is staggered
+again, since every such chunk would renew at once. Which chunks keep their window
+is part of the saved state.
+
+A cold cache (nothing resident, no window carried over) has no stock at all, so
+its horizon grows over its first epoch from ``ramp`` of its length (:meth:`Scout._window`).
 
 What leaves the cache for a fetched member (never a fetched-ahead member
 whose turn has not come: its bytes would be wasted):

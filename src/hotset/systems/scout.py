@@ -10,7 +10,7 @@ IIS rule, with the coverage guard on) and changes only how its misses are read:
 fetches, in one ranged request per chunk, only the members the order asks for
 soon (``docs/systems/scout.md`` has the design, the guarantees and the ablations).
 
-Options (``scout[lookahead=1.8,ranged=true,stagger=true,sampler=iis,...]``):
+Options (``scout[lookahead=1.8,ranged=true,stagger=true,preview=horizon,ramp=0.5,...]``):
 
 * ``lookahead``: the horizon, in multiples of the samples the cache holds;
   0 reads every miss alone (the importance family's reads: the ablation row);
@@ -23,6 +23,9 @@ Options (``scout[lookahead=1.8,ranged=true,stagger=true,sampler=iis,...]``):
   reaches, so that every chunk's window goes on across the epoch boundary and the
   next epoch starts with no burst of requests; or a number of batches (0: off, the
   ablation row);
+* ``ramp``: a cold cache's horizon starts at this share of its length and grows to
+  all of it over the first epoch, so the first batches do not read the whole
+  fetched-ahead stock while every sample misses (0.5; 1: off, the ablation row);
 * ``sampler``: ``iis`` (iCACHE's importance sampling) or ``random`` (a uniform
   permutation of every id: the ablation row without importance);
 * ``beta``, ``window``, ``warm_up``, ``reuse_factor``: IIS's own
