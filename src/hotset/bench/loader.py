@@ -7,8 +7,11 @@ worker processes), with ``workers`` DataLoader workers, batches of
 ``batch_size`` and a fixed ``compute_ms`` of "training" per batch (a sleep, so
 the figure measures the data path, not this machine's arithmetic). Rows:
 
-* ``torch`` -- a plain ``torch.utils.data.DataLoader`` (``shuffle=True``),
-  one storage request per sample, as PyTorch ships;
+* ``torch`` -- a ``torch.utils.data.DataLoader`` (``shuffle=True``) tuned as a
+  careful user would (:mod:`hotset.bench.torch_baseline`): each worker reads its
+  batch on a thread pool, so the job keeps at least as many requests in flight as
+  the store allows; ``torch-untuned`` (``with_untuned``) is the DataLoader as
+  PyTorch ships it, one read per worker, labelled so;
 * one row per hotset system (``pytorch`` = random order without a cache,
   ``lru``, ``shade``...) at ``cache_frac`` of the dataset's bytes, with
   per-sample losses fed back;
@@ -31,7 +34,17 @@ from typing import Any
 
 import numpy as np
 
+from hotset.bench.torch_baseline import (
+    TUNED,
+    UNTUNED,
+    Baseline,
+    PlainDataset,
+    dataloader,
+    tuned,
+    untuned,
+)
 from hotset.errors import HotsetError
+from hotset.warnonce import call_once_warned
 
 DEFAULT_SYSTEMS = ("pytorch", "fifo", "lru", "lfu", "minio", "shade")
 
@@ -50,30 +63,6 @@ class MemoryStore:
 
     def size(self, key: str) -> int:
         return len(self.blobs[key])
-
-
-class PlainDataset:
-    """What a PyTorch user writes: one store read (and decode) per ``__getitem__``."""
-
-    def __init__(
-        self, store: Any, keys: list[str], labels: np.ndarray, *, decode: bool = True
-    ) -> None:
-        self.store, self.keys, self.labels = store, keys, labels
-        self.decode = decode
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __getitem__(self, i: int) -> tuple[Any, int]:
-        import torch
-
-        from hotset.data.decode import decode
-
-        key = self.keys[i]
-        data = self.store.read(key)
-        if not self.decode:
-            return data, int(self.labels[i])
-        return torch.from_numpy(decode(data, key)), int(self.labels[i])
 
 
 def timed_batches(
@@ -161,30 +150,71 @@ def plain_row(
     epochs: int,
     compute_s: float,
     seed: int,
+    baseline: Baseline | None = None,
+    store_in_flight: int | None = None,
 ) -> dict[str, Any]:
-    import torch
-    from torch.utils.data import DataLoader
-
-    ds = PlainDataset(store, list(manifest.keys), np.asarray(manifest.labels))
-    gen = torch.Generator().manual_seed(seed)
-    dl: DataLoader[Any] = DataLoader(
-        ds,  # type: ignore[arg-type]  # map-style by duck typing, as PyTorch users write it
-        batch_size=batch_size,
-        shuffle=True,
-        num_workers=workers,
-        generator=gen,
+    """A plain DataLoader row: ``baseline`` says how it reads (one read per worker when
+    left out: the no-I/O row, whose store is memory); its parameters go in the row."""
+    how = baseline if baseline is not None else untuned(workers=workers)
+    if how.workers != workers:
+        raise HotsetError(f"plain_row: baseline has {how.workers} workers, the row {workers}")
+    ds = PlainDataset(
+        store, list(manifest.keys), np.asarray(manifest.labels), threads=how.threads_per_worker
     )
+    dl = dataloader(ds, how, batch_size=batch_size, seed=seed)
     stall, samples = 0.0, 0
     start = time.perf_counter()
-    for _ in range(epochs):
-        s, k = timed_batches(iter(dl), compute_s)
-        stall += s
-        samples += k
+    try:
+        for _ in range(epochs):
+            s, k = timed_batches(call_once_warned(lambda: iter(dl)), compute_s)
+            stall += s
+            samples += k
+    finally:
+        ds.close()
     wall = time.perf_counter() - start
     # shuffle=True: every epoch is a permutation of the whole dataset
     row = _row(name, samples, wall, stall, hits=None, reads=samples, unique=len(manifest))
     row["storage_bytes"] = row["delivered_bytes"] = epochs * int(manifest.total_bytes)
-    return row
+    return row | how.fields(store_in_flight)
+
+
+#: what the torch row is, in every suite's notes
+TUNED_NOTE = (
+    "torch: a DataLoader tuned as a careful user would (shuffle=True, the same workers, batch "
+    "size and decode as hotset's rows; each worker reads its batch on a thread pool through "
+    "__getitems__, at least as many requests in flight as the store allows ({in_flight}) and "
+    "as many threads per worker as hotset's io_threads); pytorch: hotset's loader without a "
+    "cache; torch-untuned (where shown): the DataLoader as shipped, one read per worker"
+)
+
+
+def torch_rows(
+    store: Callable[[], Any],
+    manifest: Any,
+    *,
+    store_in_flight: int,
+    io_threads: int,
+    with_untuned: bool,
+    workers: int,
+    **row: Any,
+) -> list[dict[str, Any]]:
+    """The tuned ``torch`` row, and the labelled ``torch-untuned`` one if asked; ``store()``
+    makes a fresh modeled server per row (one row's queue never delays the next)."""
+    how = tuned(store_in_flight, workers=workers, io_threads=io_threads)
+    rows = [
+        plain_row(
+            TUNED, store(), manifest, workers=workers, baseline=how,
+            store_in_flight=store_in_flight, **row,
+        )
+    ]  # fmt: skip
+    if with_untuned:
+        rows.append(
+            plain_row(
+                UNTUNED, store(), manifest, workers=workers, baseline=untuned(workers=workers),
+                store_in_flight=store_in_flight, **row,
+            )
+        )  # fmt: skip
+    return rows
 
 
 def _row(
@@ -309,6 +339,7 @@ def run(
     dataset: str | None = None,
     chunk_size: int = 64,
     sizes: str = "small",
+    with_untuned: bool = False,
 ) -> dict[str, Any]:
     """Measure every row once; ``dataset`` (a directory) skips generating a synthetic one.
 
@@ -357,9 +388,16 @@ def run(
             )
 
         common: dict[str, Any] = {"workers": workers, "batch_size": batch_size, "epochs": epochs}
-        table = [
-            plain_row("torch", throttled(), manifest, compute_s=compute_s, seed=seed, **common)
-        ]
+        table = torch_rows(
+            throttled,
+            manifest,
+            store_in_flight=concurrency,
+            io_threads=io_threads,
+            with_untuned=with_untuned,
+            compute_s=compute_s,
+            seed=seed,
+            **common,
+        )
         for name in systems:
             table.append(
                 hotset_row(
@@ -371,6 +409,7 @@ def run(
                     io_threads=io_threads,
                     **common,
                 )
+                | {"requests_in_flight": max(1, workers) * io_threads}
             )
         memory = MemoryStore({k: inner.read(k) for k in manifest.keys})
         row = plain_row("no-io", memory, manifest, compute_s=compute_s, seed=seed, **common)
@@ -391,6 +430,7 @@ def run(
             "io_threads": io_threads,
             "seed": seed,
             "chunk_size": chunk_size if chunked else None,
+            "torch": tuned(concurrency, workers=workers, io_threads=io_threads).fields(concurrency),
             "sizes": sizes,
             "mean_sample_bytes": round(manifest.total_bytes / len(manifest)),
         },
@@ -402,6 +442,7 @@ def run(
             + " (real clock)",
             f"compute is a {compute_ms:g} ms sleep per batch; ceiling "
             f"{1000.0 * batch_size / compute_ms if compute_ms else math.inf:.0f} samples/s",
+            TUNED_NOTE.format(in_flight=concurrency),
             "stall = time the loop waited in next(), worker start-up included",
             "per-sample losses fed back are random (the data path is measured, not learning); "
             "a system that re-evaluates samples (ImPACT) gets a stand-in forward pass returning "

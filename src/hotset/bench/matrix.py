@@ -3,7 +3,8 @@
 Two halves, each honest about what it is:
 
 * **Measured (real clock).** For each store preset and workload, one *group*
-  runs the plain ``torch.utils.data.DataLoader``, the no-I/O ceiling and every
+  runs a ``torch.utils.data.DataLoader`` tuned to keep as many requests in flight
+  as the store allows (:mod:`hotset.bench.torch_baseline`), the no-I/O ceiling and every
   system at every cache size back to back through the real loader (DataLoader
   worker processes, the embedded shared-memory cache) over one job-wide modeled
   server (:class:`~hotset.storage.shared_throttle.SharedThrottledStore`: the
@@ -40,8 +41,12 @@ from hotset.errors import HotsetError
 DEFAULT_PRESETS = ("nfs-10gbe", "cloud-nas", "s3-small")
 DEFAULT_WORKLOADS = ("synth", "imagenet-like")
 DEFAULT_FRACS = (0.1, 0.2, 0.4)
-#: the baselines, then the five seed systems
-DEFAULT_SYSTEMS = ("pytorch", "lru", "minio", "shade", "icache", "impact", "quiver", "brand")
+#: the baselines, then the five seed systems and scout (hotset's own)
+DEFAULT_SYSTEMS = (
+    "pytorch", "lru", "minio", "shade", "icache", "impact", "quiver", "brand", "scout",
+)  # fmt: skip
+#: storage reads in flight per loader process, hotset's and the tuned torch row's alike
+IO_THREADS = 8
 #: the rows every group has besides the systems
 REFERENCES = ("torch", "no-io")
 #: what a run can do: measure on the real clock, simulate accuracy, or both
@@ -101,7 +106,7 @@ def measure_group(
     system at the same point of the group. Each row carries its ratios to this
     group's torch and no-I/O rows.
     """
-    from hotset.bench.loader import MemoryStore, hotset_row, plain_row
+    from hotset.bench.loader import MemoryStore, hotset_row, plain_row, torch_rows
     from hotset.torch import open_dataset
 
     data = open_dataset(str(dataset), retries=0)
@@ -110,10 +115,15 @@ def measure_group(
     def throttled() -> Any:  # a fresh server per row: one row's queue never delays the next
         return store.throttle(inner)
 
-    common = {"workers": workers, "batch_size": batch_size, "epochs": epochs, "seed": seed}
+    common: dict[str, Any] = {
+        "workers": workers, "batch_size": batch_size, "epochs": epochs, "seed": seed,
+    }  # fmt: skip
     compute_s = step_ms / 1000.0
     tick("torch")
-    rows = [plain_row("torch", throttled(), data.manifest, compute_s=compute_s, **common)]
+    rows = torch_rows(
+        throttled, data.manifest, store_in_flight=store.max_concurrency, io_threads=IO_THREADS,
+        with_untuned=False, compute_s=compute_s, **common,
+    )  # fmt: skip
     k = rotate % max(1, len(systems))
     order = [*systems[k:], *systems[:k]]
     losses = StandInLosses(len(data.manifest), seed=seed)
@@ -125,11 +135,13 @@ def measure_group(
                 data.with_store(throttled()),
                 cache_frac=frac,
                 compute_s=compute_s,
-                io_threads=8,
+                io_threads=IO_THREADS,
                 losses=losses,
                 **common,
             )
-            rows.append(row | {"cache_frac": frac})
+            rows.append(
+                row | {"cache_frac": frac, "requests_in_flight": max(1, workers) * IO_THREADS}
+            )
     tick("no-io")
     memory = MemoryStore({key: inner.read(key) for key in data.manifest.keys})
     ceiling = plain_row("no-io", memory, data.manifest, compute_s=compute_s, **common)
@@ -286,6 +298,7 @@ def _cell(
         "distinct_ids_per_epoch": round(
             statistics.fmean(r["unique_ids_trained_per_epoch"] for r in mine), 1
         ),
+        "requests_in_flight": mine[0].get("requests_in_flight"),
         "repeats": len(mine),
     }
     return row | _accuracy_fields(acc, base, row["samples_per_s"])
@@ -537,6 +550,7 @@ def _result(
     seeds: Sequence[int],
     sim_epochs: int,
 ) -> dict[str, Any]:
+    from hotset.bench.loader import TUNED_NOTE
     from hotset.data import Manifest
 
     sizes = {w: Manifest.load(p) for w, p in paths.items()}
@@ -569,7 +583,8 @@ def _result(
             "preset's latency per request, link bandwidth and requests in flight across all "
             f"{workers} DataLoader workers; the accelerator's step is a {step_ms:g} ms wait per "
             f"batch of {batch_size}; {epochs} epochs per row, the first one cold.",
-            "vs_torch / vs_no_io: samples/s over the plain DataLoader's and over the no-I/O "
+            TUNED_NOTE.format(in_flight="the preset's requests in flight"),
+            "vs_torch / vs_no_io: samples/s over the tuned DataLoader's and over the no-I/O "
             f"ceiling's, measured in the same group; median over {repeats} groups, min and max "
             "beside it (the systems' order rotated each repeat).",
             "exact hits and substitutions are never merged; distinct_ids_per_epoch is coverage "

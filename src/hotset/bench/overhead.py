@@ -123,7 +123,7 @@ def loader_rows(n: int = 2000, batch_size: int = 64, epochs: int = 2) -> list[di
     import torch
     from torch.utils.data import DataLoader
 
-    from hotset.bench.loader import PlainDataset
+    from hotset.bench.torch_baseline import PlainDataset
     from hotset.data import SynthConfig, make_synth
     from hotset.torch import loader as make_loader
     from hotset.torch import open_dataset

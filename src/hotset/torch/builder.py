@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +80,7 @@ from hotset.torch.user import is_unhashed, unhashed_verify_error
 from hotset.torch.workers import WorkerInit
 from hotset.torch.workerseed import Reseed
 from hotset.units import parse_budget
+from hotset.warnonce import warn_once
 
 __all__ = ["LoaderParts", "as_hotset_dataset", "build", "resolve_auto", "resolve_cache"]
 
@@ -160,7 +160,7 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
     )
     if start_why is not None:
         # the frame of whoever called hotset.loader (build <- HotsetLoader <- loader)
-        warnings.warn(f"hotset: {start_why}", RuntimeWarning, stacklevel=4)
+        warn_once(f"hotset: {start_why}", RuntimeWarning, stacklevel=4)
     sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
     node = _node(options, sizes, world_size)  # a collective under a process group
     plan = _plan_side(data, options, sizes, world_size, 1 if node is None else node.local_world)

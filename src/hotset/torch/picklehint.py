@@ -20,7 +20,6 @@ nothing more, and an error no argument explains is raised as it was.
 from __future__ import annotations
 
 import pickle
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +29,7 @@ from hotset.errors import HotsetError
 from hotset.torch.dataset import HotsetDataset
 from hotset.torch.forksafe import start_method_name
 from hotset.torch.options import LoaderOptions
+from hotset.warnonce import call_once_warned
 
 __all__ = ["start_workers", "unpicklable_argument"]
 
@@ -50,11 +50,12 @@ def start_workers(
 ) -> Iterator[Any]:
     """``iter(dataloader)``; a worker start that cannot pickle an argument names it."""
     try:
-        with warnings.catch_warnings():
-            # torch's own guess (set_start_method('fork')) cannot help a DataLoader
-            # given its context; the error below says what can
-            warnings.filterwarnings("ignore", message="Got pickle error when attempting")
-            return iter(dataloader)
+        # torch's own guess on a pickle error (set_start_method('fork')) cannot help a
+        # DataLoader given its context, the error below says what can; its other
+        # warnings (more workers than cores) are shown once per process, not per epoch
+        return call_once_warned(
+            lambda: iter(dataloader), ignore=("Got pickle error when attempting",)
+        )
     except PICKLE_ERRORS as exc:
         method = start_method_name(dataloader.multiprocessing_context)
         if dataloader.num_workers == 0 or method == "fork":
