@@ -118,10 +118,15 @@ def test_a_rank_resumes_from_its_epoch_start_state() -> None:
     straight = _sim(512, 2, 8, 0.2, 9)
     straight.run_epoch()
     saved = [system_state(s) for s in straight.systems]
+    # which files were read ahead and not yet served: the counters' memory (decisions do
+    # not depend on it), carried as the loader's checkpoint carries it
+    ahead = [p.ahead.ids() for p in straight.planners]
     want = straight.run_epoch()
     resumed = _sim(512, 2, 8, 0.2, 9)
     for system, state in zip(resumed.systems, saved, strict=True):
         load_system_state(system, state)
+    for planner, ids in zip(resumed.planners, ahead, strict=True):
+        planner.ahead.load(ids)
     resumed.epoch = 1
     got = resumed.run_epoch()
     for key in ("exact_hits", "substitutions", "storage_requests", "storage_bytes"):

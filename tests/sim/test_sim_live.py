@@ -113,7 +113,7 @@ def test_contract_and_accounting_against_the_store(
     for row in result["epochs"]:
         assert set(row) >= EPOCH_KEYS
         assert row["requests"] == (
-            row["exact_hits"] + row["substitutions"] + row["prefetched"] + row["storage_reads"]
+            row["exact_hits"] + row["substitutions"] + row["fetched_ahead"] + row["storage_reads"]
         )
         # a batch asks the store once for an id it misses twice
         assert row["storage_requests"] <= row["storage_reads"]

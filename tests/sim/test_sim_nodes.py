@@ -43,9 +43,9 @@ def test_every_system_runs_on_nodes_and_its_counts_add_up(system: str, scope: st
     again = _run(system, 3, scope)
     assert result["epochs"] == again["epochs"]  # deterministic
     for row in result["epochs"]:
-        served = row["exact_hits"] + row["substitutions"] + row["prefetched"]
+        served = row["exact_hits"] + row["substitutions"] + row["fetched_ahead"]
         assert served + row["storage_reads"] == row["requests"]
-        assert row["remote_hits"] <= row["exact_hits"] + row["substitutions"]
+        assert row["remote_hits"] <= row["cache_serves"] <= served
         assert row["storage_requests"] >= 0 and row["storage_bytes"] >= 0
         if scope == "private":
             assert row["remote_hits"] == row["remote_bytes"] == row["remote_put_bytes"] == 0

@@ -31,7 +31,7 @@ SAME_COUNTS = (
     "requests",
     "exact_hits",
     "substitutions",
-    "prefetched",
+    "fetched_ahead",
     "storage_reads",
     "unique_ids_trained",
     "never_trained",

@@ -36,9 +36,9 @@ def _check_epoch(
     assert row["exact_hits"] == int((outcomes == Outcome.HIT).sum())
     assert row["substitutions"] == int((outcomes == Outcome.SUBSTITUTION).sum())
     assert row["storage_reads"] == int((outcomes == Outcome.MISS).sum())
-    assert row["prefetched"] == int((outcomes == Outcome.PREFETCHED).sum())
+    assert row["fetched_ahead"] == int((outcomes == Outcome.PREFETCHED).sum())
     assert row["requests"] == (
-        row["exact_hits"] + row["substitutions"] + row["prefetched"] + row["storage_reads"]
+        row["exact_hits"] + row["substitutions"] + row["fetched_ahead"] + row["storage_reads"]
     )
     # coverage beside the hit ratio: the distinct ids this epoch served
     assert row["unique_ids_trained"] == len(set(served.tolist()))

@@ -97,7 +97,7 @@ def test_units_another_job_put_are_not_read_again(
     assert row["pool_unit_hits"] == units
     # every member each unit was read for (all of them: a 100% cache fills the rest)
     assert row["pool_hits"] == 160 and row["pool_bytes"] == ref["storage_bytes"]
-    for key in ("requests", "exact_hits", "substitutions", "prefetched", "storage_reads"):
+    for key in ("requests", "exact_hits", "substitutions", "fetched_ahead", "storage_reads"):
         assert row[key] == ref[key], key  # pool hits are never counted as hits
     assert row["rebuild_reads"] == 0 and row["integrity_errors"] == 0
 

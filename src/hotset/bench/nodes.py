@@ -111,7 +111,8 @@ def run(
             f"Store: {store.describe()}, each node's own client.",
             "scope=private: a cache of cache_frac_per_node of the data on each node; "
             "scope=pooled: one cache of nodes x that, entries placed on nodes by id hash; "
-            "remote_hit_share is the share of hits served from another node.",
+            "remote_hit_share is the share of the requests the cache served (exact hits, "
+            "substitutions, fetched-ahead uses) that another node's part served.",
             f"Workloads: synth = {n} samples of log-normal sizes around {MEAN_BYTES} B; "
             f"imagenet = {IMAGENET_N} samples of the same size distribution.",
             *[f"Model: {line}." for line in MODEL_LIMITS],
@@ -142,7 +143,7 @@ def _row(workload: str, system: str, result: dict[str, Any]) -> dict[str, Any]:
         "cache_frac_per_node": result["cache_frac_per_node"],
         "exact_hit_ratio": hits / requests if requests else 0.0,
         "substitution_ratio": a["substitutions"] / requests if requests else 0.0,
-        "remote_hit_share": a["remote_hits"] / hits if hits else 0.0,
+        "remote_hit_share": a["remote_hits"] / a["cache_serves"] if a["cache_serves"] else 0.0,
         "storage_requests_per_epoch": a["storage_requests"],
         "storage_gb_per_epoch": a["storage_bytes"] / 1e9,
         "remote_gb_per_epoch": (a["remote_bytes"] + a["remote_put_bytes"]) / 1e9,

@@ -3,8 +3,13 @@
 The trace simulator, the live-training simulator, the loader and the benchmark
 tables all count with :class:`EpochCounts` and print the same keys:
 
-* ``requests`` = ``exact_hits + substitutions + prefetched + storage_reads``:
-  what each request was served from, never merged;
+* ``requests`` = ``exact_hits + substitutions + fetched_ahead + storage_reads``:
+  what each request was served from, never merged. An *exact hit* is the requested
+  id served from bytes the cache kept since an earlier use (what Belady's MIN
+  bounds); a *substitution* another cached id served in its place; *fetched ahead*
+  the first use of bytes read from storage before they were asked for (a prefetched
+  unit, or members a chunk or ranged read admitted: :mod:`hotset.engine.ahead`);
+  a *storage read* a request whose bytes were read from storage for it;
 * ``storage_requests``: what the store was asked (a sample, a chunk, a package
   or a prefetch counts one), ``storage_bytes``: the bytes those requests moved;
   ``unit_reads``: how many of those requests read a whole unit (chunk or package),
@@ -32,7 +37,7 @@ COUNTER_KEYS = (
     "requests",
     "exact_hits",
     "substitutions",
-    "prefetched",
+    "fetched_ahead",
     "storage_reads",
     "storage_requests",
     "storage_bytes",
@@ -50,7 +55,7 @@ class EpochCounts:
     requests: int = 0
     exact_hits: int = 0
     substitutions: int = 0
-    prefetched: int = 0
+    fetched_ahead: int = 0
     storage_reads: int = 0
     storage_requests: int = 0
     storage_bytes: int = 0
@@ -59,8 +64,12 @@ class EpochCounts:
     pack_bytes: int = 0
 
     def add_plan(self, plan: BatchPlan) -> None:
-        c = plan.outcome_counts()
-        self.add_outcomes(c, requests=len(plan))
+        requests, hits, subs, ahead, reads = plan.served_counts()
+        self.requests += requests
+        self.exact_hits += hits
+        self.substitutions += subs
+        self.fetched_ahead += ahead
+        self.storage_reads += reads
         self.storage_requests += plan.storage_requests
         self.storage_bytes += plan.storage_bytes
         self.unit_reads += len(plan.unit_reads) + len(plan.prefetch)
@@ -68,16 +77,17 @@ class EpochCounts:
         self.pack_bytes += plan.pack_bytes
 
     def add_outcomes(self, counts: Any, *, requests: int) -> None:
-        """Add per-outcome counts (``counts[Outcome.X]``) of ``requests`` requests."""
+        """Add per-outcome counts (``counts[Outcome.X]``) of ``requests`` requests of a
+        policy that reads nothing ahead (a replay: every HIT is an exact hit)."""
         self.requests += requests
         self.exact_hits += int(counts[Outcome.HIT])
         self.substitutions += int(counts[Outcome.SUBSTITUTION])
-        self.prefetched += int(counts[Outcome.PREFETCHED])
+        self.fetched_ahead += int(counts[Outcome.PREFETCHED])
         self.storage_reads += int(counts[Outcome.MISS])
 
     def check(self, where: str) -> None:
         """Raise if the outcomes do not add up to the requests (an accounting bug)."""
-        served = self.exact_hits + self.substitutions + self.prefetched + self.storage_reads
+        served = self.exact_hits + self.substitutions + self.fetched_ahead + self.storage_reads
         if served != self.requests:
             raise AssertionError(f"{where}: hit accounting does not add up: {self}")
 

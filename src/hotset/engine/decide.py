@@ -71,6 +71,8 @@ class Decided:
     uses_units: bool = False
     #: partial unit reads: unit -> the ids (among ``reads``) one ranged request brings
     read_groups: dict[int, dict[int, None]] = field(default_factory=dict)
+    #: position -> the ids its decision admitted besides the served one (fetched ahead)
+    also: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 def gather_uniform(policy: Policy, ids: IntArray) -> Decided:
@@ -108,11 +110,12 @@ def _gather(policy: str, access: Any, id_list: list[int]) -> Decided:
         units=np.array(unit_list, dtype=np.int64),
         admitted_flags=[d.admitted for d in decisions],
     )
-    last_op, evictions, admitted, evicted = (
+    last_op, evictions, admitted, evicted, also = (
         got.last_op,
         got.evictions,
         got.admitted,
         got.evicted,
+        got.also,
     )
     for j, d in enumerate(decisions):
         gone = d.evicted
@@ -125,6 +128,7 @@ def _gather(policy: str, access: Any, id_list: list[int]) -> Decided:
             admitted.append(d.served)
             last_op[d.served] = True
         if d.also_admitted:
+            also[j] = d.also_admitted
             for a in d.also_admitted:
                 admitted.append(a)
                 last_op[a] = True

@@ -64,6 +64,9 @@ class BatchPlan:
     #: (iteration, base seed) the loader gives the plans of an epoch whose workers it kept
     #: from an earlier one: they reseed from it as fresh ones would (hotset.torch.workerseed)
     worker_seed: tuple[int, int] | None = None
+    #: positions of the HIT outcomes that were the first use of bytes fetched ahead
+    #: (:mod:`hotset.engine.ahead`): counted as fetched ahead, not as exact hits
+    ahead_hits: IntArray = field(default_factory=lambda: _EMPTY_IDS)
 
     def __len__(self) -> int:
         return len(self.requested)
@@ -86,8 +89,28 @@ class BatchPlan:
         return np.asarray(sorted(set(used) - mine), dtype=np.int64)
 
     def outcome_counts(self) -> npt.NDArray[np.int64]:
-        """Requests per :class:`Outcome` (index by the outcome's value)."""
+        """Requests per :class:`Outcome` (index by the outcome's value): what moves bytes."""
         return np.bincount(self.outcomes, minlength=N_OUTCOMES).astype(np.int64)
+
+    def served_counts(self) -> tuple[int, int, int, int, int]:
+        """(requests, exact hits, substitutions, fetched ahead, storage reads): what each
+        request was served from, in the counters' names (:mod:`hotset.engine.counters`).
+
+        Fetched ahead = served from a prefetched unit (``PREFETCHED``) or a HIT on bytes
+        read ahead and not used before (:mod:`hotset.engine.ahead`)."""
+        c = np.bincount(self.outcomes, minlength=N_OUTCOMES).tolist()
+        hit, sub, miss, pre = (c[int(o)] for o in Outcome)
+        ahead = len(self.ahead_hits)
+        return len(self.served), hit - ahead, sub, pre + ahead, miss
+
+    def served_as(self) -> npt.NDArray[np.int8]:
+        """Per request, what served it in the counters' four kinds: the outcomes, with the
+        fetched-ahead HITs as ``PREFETCHED`` (for counting only: bytes move by ``outcomes``)."""
+        if not len(self.ahead_hits):
+            return self.outcomes
+        out = self.outcomes.copy()
+        out[self.ahead_hits] = Outcome.PREFETCHED
+        return out
 
 
 Row = tuple[int, int, int, bool, tuple[int, ...]]

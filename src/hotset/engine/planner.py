@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from hotset.engine.ahead import AheadTracker
 from hotset.engine.arrays import IntArray
 from hotset.engine.counters import EpochCounts
 from hotset.engine.decide import Decided, gather, gather_uniform
@@ -108,8 +109,21 @@ class Planner:
         #: cache ids: samples 0..n-1, then read units cached whole (n + unit)
         self._last_put_seq = np.zeros(n + (0 if layout is None else layout.n_chunks), np.int64)
         self.staging = UnitStaging(system.policy, n=n, prefetching=caps.prefetches)
+        #: ids read ahead and not used yet: names a HIT on them "fetched ahead"
+        self.ahead = AheadTracker(n, self._unit_members)
+        #: the ahead ids when the epoch began (a checkpoint's; replay goes on from them)
+        self.ahead_at_start: IntArray = _EMPTY
         #: seq -> deletes of batches planned but not known to be written (for repair)
         self.unconfirmed: dict[int, IntArray] = {}
+
+    def _unit_members(self, unit: int) -> IntArray:
+        """A unit's ids in the policy's layout of now (iCACHE's packages change it)."""
+        layout = self.system.policy.layout
+        if layout is None:
+            raise HotsetError(
+                f"policy {self.system.policy.name!r} cached unit {unit} whole but has no layout"
+            )
+        return np.asarray(layout.members(unit), dtype=np.int64)
 
     # -- epochs -------------------------------------------------------------------
     def begin(
@@ -144,6 +158,7 @@ class Planner:
         self.feedback.reset()
         self.log = EpochLog()
         self.staging.reset()  # a prefetch lives within its epoch (policies drop theirs too)
+        self.ahead_at_start = self.ahead.ids()
 
     def evaluate(
         self,
@@ -240,6 +255,7 @@ class Planner:
     def _decide(self, k: int, ids: IntArray, seq: int) -> BatchPlan:
         policy = self.system.policy
         d = gather_uniform(policy, ids) if self._uniform else gather(policy, ids)
+        ahead_hits = self.ahead.batch(d.outcomes, d.served, d.evictions, d.also)
         packs, pack_requests, pack_bytes = self._background(d) if self._packing else (_EMPTY, 0, 0)
         units, unit_reads = d.units, d.unit_reads
         outcomes, served = d.outcomes, d.served
@@ -293,6 +309,7 @@ class Planner:
             pack_requests=pack_requests,
             pack_bytes=pack_bytes,
             read_groups=groups,
+            ahead_hits=ahead_hits,
         )
 
     def _background(self, d: Decided) -> tuple[IntArray, int, int]:
@@ -309,6 +326,7 @@ class Planner:
         for e in bg.evicted:
             d.evicted.append(e)
             last_op[e] = False
+        self.ahead.drop(bg.evicted)
         for load in bg.loads:
             for e in load.evicted:
                 d.evicted.append(e)
@@ -316,6 +334,8 @@ class Planner:
             for a in load.admitted:
                 d.admitted.append(a)
                 last_op[a] = True
+            self.ahead.drop(load.evicted)
+            self.ahead.add(load.admitted)  # loaded before anyone asked: fetched ahead
             if load.unit < 0:
                 for a in load.admitted:
                     if a not in d.reads:

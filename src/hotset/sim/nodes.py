@@ -69,9 +69,10 @@ NODE_KEYS = (
     "requests",
     "exact_hits",
     "substitutions",
-    "prefetched",
+    "fetched_ahead",
     "storage_reads",
     "remote_hits",
+    "cache_serves",
     "storage_requests",
     "storage_bytes",
     "remote_bytes",
@@ -204,7 +205,10 @@ class NodeSim:
         served = row["requests"]
         hits = row["exact_hits"]
         row["exact_hit_ratio"] = hits / served if served else 0.0
-        row["remote_hit_share"] = row["remote_hits"] / hits if hits else 0.0
+        # of the requests the (pooled) cache served -- hits, substitutions, fetched-ahead
+        # uses -- the share another node's part served
+        cached = row["cache_serves"]
+        row["remote_hit_share"] = row["remote_hits"] / cached if cached else 0.0
         row["storage_requests_busiest_node"] = int(
             totals[NODE_KEYS.index("storage_requests")].max()
         )
@@ -245,13 +249,14 @@ class NodeSim:
                 continue
             plan = planner.plan_next()
             col = step.counts[:, rank]
-            counts = plan.outcome_counts()
+            requests, hits, subs, ahead, reads = plan.served_counts()
             for key, value in (
-                ("requests", len(plan)),
-                ("exact_hits", counts[_HIT]),
-                ("substitutions", counts[_SUB]),
-                ("prefetched", counts[_PRE]),
-                ("storage_reads", counts[_MISS]),
+                ("requests", requests),
+                ("exact_hits", hits),
+                ("substitutions", subs),
+                ("fetched_ahead", ahead),
+                ("storage_reads", reads),
+                ("cache_serves", int((plan.outcomes <= _SUB).sum())),
                 ("storage_requests", plan.storage_requests),
                 ("storage_bytes", plan.storage_bytes),
             ):
@@ -270,6 +275,7 @@ class NodeSim:
         nodes, b = self.nodes, self.batch_size
         req = np.arange(len(plan)) // b
         served, outcomes, sizes = plan.served, plan.outcomes, self.sizes
+        kinds = plan.served_as()  # what the counters call each: a fetched-ahead HIT apart
         step = _Step(np.zeros((len(NODE_KEYS), nodes)))
         c = step.counts
 
@@ -280,10 +286,11 @@ class NodeSim:
         for key, outcome in (
             ("exact_hits", _HIT),
             ("substitutions", _SUB),
-            ("prefetched", _PRE),
+            ("fetched_ahead", _PRE),
             ("storage_reads", _MISS),
         ):
-            c[_ROW[key]] = per_node(outcomes == outcome)
+            c[_ROW[key]] = per_node(kinds == outcome)
+        c[_ROW["cache_serves"]] = per_node(outcomes <= _SUB)
         remote = (outcomes <= _SUB) & (self.home[served] != req)
         c[_ROW["remote_hits"]] = per_node(remote)
         c[_ROW["remote_bytes"]] = per_node(remote, sizes[served[remote]])

@@ -196,7 +196,7 @@ def simulate_epochs(
     With ``planned`` each epoch's order is handed to ``begin_epoch`` in advance
     (a sampler's order is known before the epoch; a recorded trace is not).
     Returns the six contract keys (:data:`RESULT_KEYS`); with ``verbose`` also
-    ``substitutions``, ``prefetched``, ``storage_requests``, ``capacity_bytes``,
+    ``substitutions``, ``fetched_ahead``, ``storage_requests``, ``capacity_bytes``,
     ``capacity_items`` and one row per epoch with the engine's counters
     (:data:`hotset.engine.counters.COUNTER_KEYS`), coverage, and the contract's
     names for the same numbers (``hits``, ``misses``, ``bytes_read``). The policy
@@ -261,7 +261,7 @@ def simulate_epochs(
     }
     if verbose:
         result["substitutions"] = totals.substitutions
-        result["prefetched"] = totals.prefetched
+        result["fetched_ahead"] = totals.fetched_ahead
         result["storage_requests"] = totals.storage_requests
         result["capacity_bytes"] = budget.capacity_bytes
         result["capacity_items"] = budget.capacity_items

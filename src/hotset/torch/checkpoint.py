@@ -135,6 +135,9 @@ class Checkpoints:
             "history": [s.state() for s in self._history],
             "coverage": self._coverage.state_dict(),
             "current": self._current.state() if self._current is not None else None,
+            # ids read ahead and not used yet, when the saved epoch began (the replay goes
+            # on from there): the counters name their first use fetched ahead after a resume
+            "fetched_ahead": self._planner.ahead_at_start if running else self._planner.ahead.ids(),
         }
 
     def _feedback_columns(self) -> dict[str, Any]:
@@ -214,6 +217,8 @@ class Checkpoints:
     def _restore(self, state: Mapping[str, Any]) -> None:
         self._stop_iteration()
         load_system_state(self.system, state["system_state"])
+        # optional: states saved before it existed count such uses as exact hits
+        self._planner.ahead.load(np.asarray(state.get("fetched_ahead", ()), dtype=np.int64))
         self._history = [EpochStats.from_state(s) for s in state["history"]]
         self._coverage.load_state_dict(state["coverage"])
         self._current = None

@@ -81,7 +81,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.cachestore.base import CacheKey, CacheStore
-from hotset.engine.outcome import N_OUTCOMES, Outcome
+from hotset.engine.outcome import Outcome
 from hotset.engine.plan import BatchPlan
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
@@ -253,11 +253,10 @@ class BatchFetcher(_TorchDataset):
         y = self.labels[served]  # arrays, not tensors: see step 4 of the module docstring
         ids = served.copy()
         w = weights.astype(np.float32)
-        c = np.bincount(plan.outcomes, minlength=N_OUTCOMES).tolist()
         info.update(
-            # in the loader's order: requests, exact hits, substitutions, prefetched, reads
-            # (the plan's: a skipped sample was requested and decided all the same)
-            outcomes=(len(plan.served), c[_HIT], c[_SUB], c[_PRE], c[_MISS]),
+            # requests, exact hits, substitutions, fetched ahead, storage reads (the plan's:
+            # a skipped sample was requested and decided all the same)
+            outcomes=plan.served_counts(),
             epoch=plan.epoch,
             index=plan.index,
             fetch_seconds=time.perf_counter() - start,
