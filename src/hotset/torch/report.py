@@ -36,7 +36,7 @@ from hotset.torch.prefetch import PrefetchCounts
 from hotset.torch.readahead import ReadAheadCounts
 
 #: what each request was served from: the engine's counters (hotset.engine.counters)
-_OUTCOME_COUNTERS = ("requests", "exact_hits", "substitutions", "prefetched", "storage_reads")
+_OUTCOME_COUNTERS = ("requests", "exact_hits", "substitutions", "fetched_ahead", "storage_reads")
 #: what the workers did: store requests and bytes (read-ahead's and prefetch's are
 #: added from the main process), rebuilds, reads served by read-ahead
 _IO_COUNTERS = (
@@ -148,7 +148,13 @@ class EpochStats:
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> EpochStats:
         out = cls(int(state["epoch"]))
-        out.counts.update({k: int(v) for k, v in state["counts"].items()})
+        # "prefetched": the name of fetched_ahead in states saved before it was widened
+        out.counts.update(
+            {
+                ("fetched_ahead" if k == "prefetched" else k): int(v)
+                for k, v in state["counts"].items()
+            }
+        )
         out.coverage.update({k: int(v) for k, v in state["coverage"].items()})
         out.stall_seconds = float(state["stall_seconds"])
         out.wall_seconds = float(state["wall_seconds"])
@@ -158,12 +164,17 @@ class EpochStats:
 
 
 #: (header, row key, format) of each column of :func:`summary_table`
+#: the four kinds of serving add up to ``samples``; the store's side is requests and MB,
+#: the same numbers as ``report()``'s ``storage_requests`` and ``storage_bytes``
 _SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("epoch", "epoch", "{:d}"),
     ("samples", "requests", "{:d}"),
-    ("exact hits", "exact_hit_ratio", "{:.1%}"),
+    ("exact hits", "exact_hits", "{:d}"),
     ("substituted", "substitutions", "{:d}"),
-    ("storage reads", "storage_reads", "{:d}"),
+    ("fetched ahead", "fetched_ahead", "{:d}"),
+    ("read on demand", "storage_reads", "{:d}"),
+    ("storage requests", "storage_requests", "{:d}"),
+    ("storage MB", "storage_mb", "{:.1f}"),
     ("distinct trained", "unique_ids_trained", "{:d}"),
     ("never trained", "never_trained", "{:d}"),
     ("train loss", "train_loss", "{:.4f}"),
@@ -188,6 +199,7 @@ def summary_table(
         # NaN: an epoch that got no losses (a system that does not learn needs none)
         values["train_loss"] = loss if loss is not None and loss == loss else None
         values["val_accuracy"] = val_accuracy[i] if i < len(val_accuracy) else None
+        values["storage_mb"] = row["storage_bytes"] / 1e6
         cells = []
         for _, key, fmt in _SUMMARY_COLUMNS:
             value = values.get(key)
