@@ -43,7 +43,15 @@ def test_advise_prints_and_writes(data: Path, tmp_path: Path) -> None:
     assert code == 0, out
     assert "minio: " in out and "50% exact hits need 90% of the data (" in out
     assert "training 269 distinct samples per epoch" in out
-    for head in ("exact hits", "substituted", "belady (run)", "reads/epoch", "bytes read/epoch"):
+    for head in (
+        "exact hits",
+        "bound",
+        "substituted",
+        "fetched ahead",
+        "belady (run)",
+        "requests/epoch",
+        "bytes read/epoch",
+    ):
         assert head in out
     assert "distinct trained" in out and "epoch s (modeled)" in out
     assert "Simulated: a virtual-clock store at 5 ms per request" in out

@@ -308,6 +308,7 @@ def hotset_row(
     )
     out["per_epoch_samples_per_s"] = [round(r["samples_per_s"], 1) for r in rows]
     out["substitution_ratio"] = round(sum(r["substitutions"] for r in rows) / requests, 4)
+    out["fetched_ahead_ratio"] = round(sum(r["fetched_ahead"] for r in rows) / requests, 4)
     out["unit_reads"] = sum(r["unit_reads"] for r in rows)
     # bytes the store moved for this job: its reads, rebuilds and iCACHE's packer
     out["storage_bytes"] = sum(

@@ -295,6 +295,7 @@ def _cell(
         "read_per_delivered": round(reads / delivered, 3) if delivered else None,
         "exact_hit_ratio": _mean_or_none([r.get("exact_hit_ratio") for r in mine]),
         "substitution_ratio": _mean_or_none([r.get("substitution_ratio") for r in mine]),
+        "fetched_ahead_ratio": _mean_or_none([r.get("fetched_ahead_ratio") for r in mine]),
         "distinct_ids_per_epoch": round(
             statistics.fmean(r["unique_ids_trained_per_epoch"] for r in mine), 1
         ),

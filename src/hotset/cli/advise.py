@@ -10,15 +10,19 @@ import click
 from hotset.cli.store_option import simulated_store, simulated_store_options, store_line
 from hotset.errors import HotsetError
 
+#: each bound stands right after the ratio it bounds (the same epochs), and nothing else
+#: sits beside it: "bound" caps "exact hits", "belady (run)" caps "exact (run)"
 _COLUMNS = (
     ("size", "cache_frac", "{:.0%}"),
     ("exact hits", "exact_hit_ratio", "{:.3f}"),
+    ("bound", "exact_hit_bound", "{:.3f}"),
     ("substituted", "substitution_ratio", "{:.3f}"),
+    ("fetched ahead", "fetched_ahead_ratio", "{:.3f}"),
     ("coverage", "coverage_after_first", "{:.0%}"),
     ("exact (run)", "exact_hit_ratio_all", "{:.3f}"),
     ("belady (run)", "belady_hit_ratio_all", "{:.3f}"),
     ("cache", "cache_bytes", "bytes"),
-    ("reads/epoch", "reads_per_epoch_after_first", "{:.0f}"),
+    ("requests/epoch", "storage_requests_per_epoch_after_first", "{:.0f}"),
     ("bytes read/epoch", "storage_bytes_per_epoch_after_first", "bytes"),
     ("distinct trained", "unique_ids_trained_after_first", "{:.0f}"),
     ("epoch s (modeled)", "modeled_epoch_seconds_after_first", "{:.2f}"),
@@ -97,7 +101,7 @@ def advise(
     4 in flight), no compute; each step waits for its misses. Knee: the size farthest above the chord joining the curve's ends
     (both axes scaled to [0, 1]).
     """
-    from hotset.sim.advise import KNEE_NOTE, MODEL_NOTE
+    from hotset.sim.advise import BOUND_NOTE, KNEE_NOTE, MODEL_NOTE
     from hotset.sim.advise import advise as run_advise
     from hotset.systems.registry import split_systems
 
@@ -153,10 +157,7 @@ def advise(
         click.echo(f"{s['system']}: {knee}; {target:.0%} exact hits need {answer}")
     click.echo(f"auto (the loader's default) picks {_auto_line(dataset)}")
     click.echo(KNEE_NOTE)
-    click.echo(
-        "belady (run): Belady's MIN on each row's own requests over all epochs, the bound on "
-        "exact (run); exact hits and substituted count epochs 2..E (the first only fills)."
-    )
+    click.echo(BOUND_NOTE)
     click.echo(
         MODEL_NOTE.format(
             **store.link(),

@@ -39,6 +39,7 @@ from typing import Any
 from hotset.errors import HotsetError
 
 __all__ = [
+    "BOUND_NOTE",
     "DEFAULT_FRACS",
     "DEFAULT_SYSTEMS",
     "KNEE_NOTE",
@@ -56,6 +57,14 @@ MODEL_NOTE = (
     "Simulated: a virtual-clock store at {latency_ms:g} ms per request and "
     "{bandwidth_mb_s:g} MB/s, {concurrency} requests in flight, no compute time; each step waits "
     "for its misses, so modeled epoch seconds are the I/O wait of an epoch, not measured."
+)
+BOUND_NOTE = (
+    "exact hits, bound, substituted and fetched ahead count epochs 2..E (the first only "
+    "fills): exact hits are requests served from bytes kept since an earlier use; fetched "
+    "ahead the first use of bytes read before they were asked for (paid in requests/epoch "
+    "and bytes read/epoch); bound is the most exact hits any cache of that size could have "
+    "in those epochs on the row's own served ids; belady (run) is Belady's MIN on them over "
+    "every epoch, the bound on exact (run). A bound caps only the ratio left of it."
 )
 KNEE_NOTE = (
     "Knee: the grid size farthest above the chord from the smallest to the largest size "
@@ -225,10 +234,8 @@ def advise(
                 latency_ms=latency_ms, bandwidth_mb_s=bandwidth_mb_s, concurrency=concurrency
             ),
             KNEE_NOTE,
-            "exact_hit_ratio, substitution_ratio and reads count epochs 2..E (the first fills); "
+            BOUND_NOTE,
             "unique_ids_trained_after_first is coverage (coverage_after_first: over the "
-            "n_train training samples); belady_hit_ratio_all is Belady's MIN "
-            "on the row's own request sequence, over the whole run (compare it with "
-            "exact_hit_ratio_all); reads are per epoch 2..E, as requests and as bytes.",
+            "n_train training samples); storage requests and bytes are per epoch 2..E.",
         ],
     }
