@@ -1,9 +1,11 @@
-"""Where ``hotset bench`` writes without ``--root``: the hotset checkout the run starts
-in, else a user data directory; never ``./benchmarks`` of an arbitrary directory."""
+"""Where ``hotset bench`` writes without ``--root``: a user data directory, wherever the
+run starts, a hotset checkout included (its committed record is written only with
+``--record``); never ``./benchmarks`` of an arbitrary directory."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -64,7 +66,38 @@ def test_without_an_absolute_xdg_data_home_results_go_under_home(
     assert list(places["work"].iterdir()) == []
 
 
-def test_inside_a_checkout_results_go_to_the_checkout_from_any_subdirectory(
+def test_inside_a_checkout_results_go_to_the_user_data_directory(
+    places: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout = _project(places["work"] / "hotset-src", "hotset")
+    monkeypatch.chdir(checkout)
+    code, out = run_cli(*_SIM)
+    assert code == 0, out
+    assert _sim_result(places["xdg"] / "hotset")["table"]
+    assert not (checkout / "benchmarks").exists()  # the committed record is untouched
+
+
+def test_a_run_inside_a_git_checkout_leaves_git_status_clean(
+    places: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout = _project(places["work"] / "repo", "hotset")
+    (checkout / "benchmarks" / "results").mkdir(parents=True)
+    (checkout / "benchmarks" / "results" / "sim.json").write_text("{}\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(checkout)]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "record"]):
+        subprocess.run([*git, *args], check=True)
+    sub = checkout / "benchmarks"
+    monkeypatch.chdir(sub)
+    code, out = run_cli(*_SIM)
+    assert code == 0, out
+    status = subprocess.run(
+        [*git, "status", "--porcelain"], check=True, capture_output=True, text=True
+    )
+    assert status.stdout == ""
+    assert _sim_result(places["xdg"] / "hotset")["table"]
+
+
+def test_record_writes_the_checkout_from_any_subdirectory(
     places: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     checkout = _project(places["work"] / "hotset-src", "hotset")
@@ -72,13 +105,24 @@ def test_inside_a_checkout_results_go_to_the_checkout_from_any_subdirectory(
     deep = _project(checkout / "vendor" / "other", "other") / "sub"
     deep.mkdir()
     monkeypatch.chdir(deep)
-    code, out = run_cli(*_SIM)
+    code, out = run_cli(*_SIM, "--record")
     assert code == 0, out
     assert _sim_result(checkout)["table"]
     assert f"wrote {checkout / 'benchmarks' / 'results' / 'sim.json'}" in out
     assert not (deep / "benchmarks").exists()
     assert not (checkout / "vendor" / "other" / "benchmarks").exists()
     assert not (places["xdg"] / "hotset").exists()
+
+
+def test_record_outside_a_checkout_or_with_root_is_refused(
+    places: dict[str, Path], tmp_path: Path
+) -> None:
+    code, out = run_cli(*_SIM, "--record")
+    assert code != 0 and "is not inside one" in out and "--root" in out
+    code, out = run_cli(*_SIM, "--record", "--root", str(tmp_path / "x"))
+    assert code != 0 and "--root or --record, not both" in out
+    assert not (places["xdg"] / "hotset").exists()
+    assert list(places["work"].iterdir()) == []
 
 
 def test_a_project_not_named_hotset_is_not_a_checkout(
@@ -108,5 +152,6 @@ def test_help_states_the_default() -> None:
     code, out = run_cli("bench", "sim", "--help")
     assert code == 0, out
     flat = " ".join(out.split())
-    assert "hotset source checkout holding the current directory" in flat
     assert "$XDG_DATA_HOME/hotset, or ~/.local/share/hotset" in flat
+    assert "never the repository's committed results unless --record" in flat
+    assert "hotset source checkout holding the current directory" in flat  # --record's help

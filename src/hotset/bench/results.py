@@ -52,14 +52,28 @@ def user_root() -> Path:
         ) from None
 
 
-def default_root(cwd: Path | None = None) -> Path:
-    """Where ``hotset bench`` writes when ``--root`` is not given.
+def default_root() -> Path:
+    """Where ``hotset bench`` writes when neither ``--root`` nor ``--record`` is given:
+    :func:`user_root`, wherever the run starts. Why not the checkout a run starts in: a
+    run made to look at a figure would overwrite the committed record (its result and
+    ``benchmarks/README.md``); the record is written on purpose, with ``--record``."""
+    return user_root()
 
-    Inside a hotset checkout, the checkout (its committed ``benchmarks/``), from
-    whichever subdirectory the run starts; anywhere else a user data directory, so a
-    run from a random directory never leaves ``./benchmarks/results`` behind.
-    """
-    return checkout_root((cwd or Path.cwd()).resolve()) or user_root()
+
+def record_root(cwd: Path | None = None) -> Path:
+    """``--record``: the hotset checkout holding ``cwd`` (its committed ``benchmarks/``),
+    from whichever subdirectory the run starts; outside one, a HotsetError."""
+    from hotset.errors import HotsetError
+
+    start = (cwd or Path.cwd()).resolve()
+    found = checkout_root(start)
+    if found is None:
+        raise HotsetError(
+            f"--record writes the committed results of a hotset checkout, and {start} is not "
+            "inside one (no pyproject.toml naming the project hotset above it); give --root "
+            "DIR to write elsewhere"
+        )
+    return found
 
 
 def machine() -> dict[str, Any]:

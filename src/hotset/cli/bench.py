@@ -52,8 +52,9 @@ class _BenchGroup(click.Group):
 def bench() -> None:
     """Run a benchmark suite; results go to ROOT/benchmarks/results/<suite>.json.
 
-    ROOT is --root, else the hotset checkout the current directory is in, else
-    $XDG_DATA_HOME/hotset (~/.local/share/hotset); each run prints the path it wrote.
+    ROOT is --root, else $XDG_DATA_HOME/hotset (~/.local/share/hotset), wherever the run
+    starts; --record writes the committed record of the hotset checkout holding the
+    current directory instead. Each run prints the path it wrote.
     """
 
 
@@ -97,22 +98,47 @@ def name_option(suite: str) -> Any:
     )
 
 
-def _resolve_root(_ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path:
-    """``--root`` as given, else the stated default (never the bare current directory)."""
-    from hotset.bench.results import default_root
-
-    return value if value is not None else default_root()
+def _note_record(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.meta["hotset.record"] = value  # eager: seen before --root resolves
+    return value
 
 
-root_option = click.option(
-    "--root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    callback=_resolve_root,
-    help="Directory under which benchmarks/results/<name>.json is written "
-    "[default: the hotset source checkout holding the current directory, found by its "
-    "pyproject.toml; else $XDG_DATA_HOME/hotset, or ~/.local/share/hotset].",
-)
+def _resolve_root(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path:
+    """``--root`` as given, ``--record``'s checkout, else the user data directory (never
+    the current directory, nor the committed record unless asked)."""
+    from hotset.bench.results import default_root, record_root
+
+    record = bool(ctx.meta.get("hotset.record"))
+    if record and value is not None:
+        raise click.BadParameter("give --root or --record, not both", param_hint="--root")
+    if value is not None:
+        return value
+    try:
+        return record_root() if record else default_root()
+    except HotsetError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def root_option(command: Any) -> Any:
+    """``--root DIR`` and ``--record``: where ROOT/benchmarks/results/<name>.json goes."""
+    command = click.option(
+        "--root",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        callback=_resolve_root,
+        help="Directory under which benchmarks/results/<name>.json is written "
+        "[default: $XDG_DATA_HOME/hotset, or ~/.local/share/hotset, wherever the run starts; "
+        "never the repository's committed results unless --record].",
+    )(command)
+    return click.option(
+        "--record",
+        is_flag=True,
+        is_eager=True,
+        expose_value=False,
+        callback=_note_record,
+        help="Update the committed record: write into the hotset source checkout holding "
+        "the current directory (its benchmarks/results and benchmarks/README.md).",
+    )(command)
 
 
 @bench.command("sim")
