@@ -16,6 +16,7 @@ PARAMS = {
     "store": {"preset": "cloud-nas", "latency_ms": 5.0, "bandwidth_mb_s": 380.0,
               "max_concurrency": 8},
     "mean_sample_bytes": 107_000,
+    "n": 2000,
     "cache_frac": 0.2,
 }  # fmt: skip
 
@@ -31,6 +32,8 @@ def _row(system: str, vs_torch: float, **extra: Any) -> dict[str, Any]:
         "exact_hit_ratio": 0.1,
         "substitution_ratio": 0.8,
         "read_per_delivered": 1.0,
+        "mb_read_per_epoch": 228.0,
+        "requests_per_epoch": 1618,
         "sim_acc_delta_pt": 0.0,
         "sim_acc_noise_pt": 0.5,
         "sim_distinct_share": 1.0,
@@ -46,8 +49,11 @@ def test_the_winner_trains_every_sample_and_the_loser_is_explained() -> None:
         _row("no-io", 4.5),
     ]
     text = verdict(table, PARAMS)
-    assert "quiver wins: 3.00x the plain DataLoader (2.80-3.20 over 3 repeats)" in text
-    assert "serving 90% from its cache" in text and "100% coverage" in text
+    assert "quiver wins: 3.00x a DataLoader tuned to the store's requests in flight" in text
+    assert "(2.80-3.20 over 3 repeats)" in text and "100% coverage" in text
+    # what the store moved, against the data set (2,000 x 107 kB): never "from its cache"
+    assert "the store moved 228 MB an epoch (1.07x the 214 MB data set) in 1618 requests" in text
+    assert "from its cache" not in text and "served" not in text
     assert "brand is slowest at 0.80x torch: it reads 5.3x the bytes it delivers" in text
     assert text.startswith("On cloud-nas (5 ms per request, 380.0 MB/s, 8 in flight)")
 
@@ -88,6 +94,7 @@ def test_the_demo_prints_the_table_and_the_verdict_and_writes_json_and_png(
     header = next(i for i, line in enumerate(lines) if line.startswith("system"))
     rows = lines[header + 2 : header + 6]
     assert [r.split()[0] for r in rows] == ["torch", "pytorch", "quiver", "no-io"]
+    assert "tuned to keep the store's" in printed and "ahead" in lines[header]
     assert all(len(r) == len(lines[header]) for r in rows)  # columns line up
     doc = json.loads((out / "demo-results.json").read_text())
     assert doc["verdict"] in printed and " wins: " in doc["verdict"]
