@@ -34,7 +34,10 @@ def test_it_measures_every_system_on_both_layouts_against_exact_uniform_values(
     for layout in ("shuffled", "label-sorted"):
         plain, quiver = rows[(layout, "pytorch")], rows[(layout, "quiver")]
         assert abs(plain["epoch_rank_corr_z"]) < 4  # the sampler's epochs are independent
-        assert quiver["epoch_rank_corr"] > 0.5  # quiver's are not (its chunk cycle)
+        # a job alone deals its chunks afresh each round (issue #40): no longer the same
+        # order every epoch (0.96-1.00 with the fixed stripes), though a chunk file's
+        # members come together, so it spreads more than a uniform order's
+        assert abs(quiver["epoch_rank_corr"]) < 0.4
         assert quiver["spread_vs_uniform"] < 0.5 < plain["spread_vs_uniform"]
     # chunks of one class: adjacency by chunk is adjacency by class for a chunk system
     label_sorted = rows[("label-sorted", "quiver")]

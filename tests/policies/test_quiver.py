@@ -167,6 +167,8 @@ def test_jobs_follow_one_chunk_cycle_but_load_in_their_own_order() -> None:
     for seed in (0, 1):
         system, sizes = make(2000, 0.1, 0, batch=32, chunk=16)
         system.policy.seed = seed
+        assert isinstance(system.policy, Quiver)
+        system.policy.join_cycle(None)  # jobs of one namespace: alone, chunks are dealt afresh
         planner = Planner(system, n=2000, batch_size=32, lag=0, sizes=sizes)
         planner.begin(0)
         loads: list[int] = []

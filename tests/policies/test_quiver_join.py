@@ -28,11 +28,13 @@ N, BATCH = 2000, 32
 LONE_JOB_SHA256 = "0f146eacf3e361a787792b2b8995d68a6e36424de00d33e4b1bfbdd6dbec77c3"
 
 
-def _system(seed: int = 0) -> System:
+def _system(seed: int = 0, **options: Any) -> System:
     sizes = np.random.default_rng(1).integers(10, 60, N).astype(np.int64)
     layout = make_layout(sizes, 16, seed=2)
     budget = Budget(capacity_bytes=int(0.1 * sizes.sum()), sizes=sizes)
-    return build_system("quiver", n=N, budget=budget, seed=seed, batch_size=BATCH, layout=layout)
+    return build_system(
+        "quiver", n=N, budget=budget, seed=seed, batch_size=BATCH, layout=layout, **options
+    )
 
 
 def _policy(system: System) -> Quiver:
@@ -61,18 +63,22 @@ def _run(system: System, epochs: int = 3) -> tuple[str, list[list[int]], list[in
 
 
 def test_a_job_alone_decides_as_before() -> None:
-    """Never asked (the simulator, a private cache) or told nothing is loaded (the
-    first job on a namespace): the decisions of the code before joining existed."""
-    assert _run(_system())[0] == LONE_JOB_SHA256
+    """Told nothing is loaded (the first job on a namespace), or never asked with the
+    paper's fixed stripes (``fresh_order=false``): the decisions of the code before
+    joining existed. Never asked with the default, a job alone deals its chunks afresh
+    each round (issue #40), so it decides otherwise."""
+    assert _run(_system(fresh_order=False))[0] == LONE_JOB_SHA256
     system = _system()
     assert _policy(system).awaits_join()
     _policy(system).join_cycle(None)
     assert not _policy(system).awaits_join() and _policy(system).joined == 0
     assert _run(system)[0] == LONE_JOB_SHA256
+    assert _run(_system())[0] != LONE_JOB_SHA256
 
 
 def test_a_joining_job_starts_at_the_shared_step_and_trains_each_sample_once() -> None:
     lead = _system(seed=0)
+    _policy(lead).join_cycle(None)  # the first job on the namespace
     lead_units = _run(lead, epochs=1)[2]
     chunks = _policy(lead).chunks
     assert chunks is not None and chunks.k > 8

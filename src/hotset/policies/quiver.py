@@ -25,6 +25,15 @@ order guarantee); ``lookahead=10`` is the paper's window (10 batches of the next
 unused planned ids, :mod:`hotset.policies.quiver_window`). How far each sample moved from its planned position is reported
 (``summary()['displacement_mean']``).
 
+A job alone gets a fresh order every epoch: its chunks are not fixed stripes but
+dealt afresh a round at a time (a seeded shuffle of the load units, cut into chunks
+of even bytes; :class:`~hotset.policies.quiver_chunks.ChunkCycle`), a round being
+dealt as an epoch's last chunk is consumed. Only what the cache holds then is
+served first whatever the order -- the chunk consumed last in one epoch comes first
+in the next -- and each unit is still read once an epoch. ``fresh_order=false``
+keeps the paper's fixed stripes; jobs sharing a cache keep them too, since one cycle
+of fixed chunks is what lets them share the loads.
+
 Eviction is coordinated by chunk: a chunk is released once it has no unused
 member left for this job and its successor is fully loaded; then the chunk
 after is loaded. Several jobs on one shared cache follow the same chunk cycle
@@ -140,6 +149,7 @@ class Quiver(Policy):
         placement: bool = False,
         min_benefit: float = 1.1,
         reprobe_epochs: int = 0,
+        fresh_order: bool = True,
     ) -> None:
         #: what the job holds (before Policy's books, which are its books)
         self.holdings = Holdings(budget)
@@ -171,6 +181,10 @@ class Quiver(Policy):
         self.batches_done = 0
         #: the job's batch number at the current epoch's start
         self._epoch_first = 0
+        if not isinstance(fresh_order, bool):
+            raise HotsetError(f"quiver: fresh_order must be True or False, got {fresh_order!r}")
+        #: a job alone deals the chunks' units afresh at each epoch's start (see begin_epoch)
+        self.fresh_order = fresh_order
         self.cycle = JobCycle()  # sized at the first epoch (n known then)
         self.loading = ChunkLoading(self.holdings, batch_size=self.batch_size)
         self.serving = Serving(self.holdings, self.loading)
@@ -209,7 +223,9 @@ class Quiver(Policy):
 
     def _cycle_for(self, planned: IntArray | None) -> ChunkCycle:
         budget = self.placement.cycle_budget(self.budget)
-        return self.cycle.get(planned, layout=self.layout, budget=budget, seed=self.seed)
+        return self.cycle.get(
+            planned, layout=self.layout, budget=budget, seed=self.seed, fresh=self.fresh_order
+        )
 
     def begin_epoch(self, epoch: int, planned: IntArray | None = None) -> None:
         super().begin_epoch(epoch, planned)
@@ -226,6 +242,7 @@ class Quiver(Policy):
             chunk_of=chunks.chunk_of_id,
             k=chunks.k + 1,
             lookahead=window,
+            also_on_time=cycle.fresh,
         )
         self.holdings.view = view
         view.add_residents(sorted(self.holdings.ids))

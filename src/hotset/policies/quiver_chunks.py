@@ -17,8 +17,9 @@ holds at most half of it (the paper's "10% of the data set" is the case of a
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,11 @@ from hotset.errors import HotsetError
 
 IntArray = npt.NDArray[np.int64]
 _SALT = 0x9017
+#: the stream a job's fresh rounds are dealt from (with its seed and the round's number)
+_FRESH = 0xF5E5
 _GOLDEN = (5**0.5 - 1) / 2
+#: the chunk of a load unit a fresh round has not dealt into one yet
+UNDEALT = -1
 #: the largest share of the data set one chunk holds (FAST'20 §5.3: 10%)
 MAX_CHUNK_SHARE = 0.1
 
@@ -93,10 +98,11 @@ class StripedChunks:
         for u, c in enumerate(self.chunk_of_unit.tolist()):
             self.units_of[c].append(u)
         self.static_units: list[int] = self.units_of.pop()
-        self.chunk_bytes = [sum(self.unit_bytes[u] for u in us) for us in self.units_of]
         self.static_bytes = sum(self.unit_bytes[u] for u in self.static_units)
+        self.chunk_bytes: list[int] = []
         #: each sample id's chunk (the chunk of its load unit; ``k``: static)
-        self.chunk_of_id: list[int] = self.chunk_of_unit[self.load_of].tolist()
+        self.chunk_of_id: list[int] = []
+        self._recount()
 
     @property
     def static(self) -> int:
@@ -141,6 +147,64 @@ class StripedChunks:
             k = max(k + 1, int(k * 1.2))
         return n_units, 0  # a unit a chunk: the policy loads what fits
 
+    def assign(self, chunk: int, units: Sequence[int]) -> None:
+        """Make cycling chunk ``chunk`` hold ``units`` (a fresh order's deal, see
+        :class:`ChunkCycle`); only while it is not in the cache. Updated in place: an
+        epoch's view reads ``chunk_of_id`` as it is now."""
+        chunk_of_id = self.chunk_of_id
+        for u in self.units_of[chunk]:  # its old units belong to no chunk until dealt again
+            if self.chunk_of_unit[u] == chunk:
+                self.chunk_of_unit[u] = UNDEALT
+                for sid in self.members[u]:
+                    chunk_of_id[sid] = UNDEALT
+        self.units_of[chunk] = [int(u) for u in units]
+        self.chunk_of_unit[self.units_of[chunk]] = chunk
+        for u in self.units_of[chunk]:
+            for sid in self.members[u]:
+                chunk_of_id[sid] = chunk
+        self.chunk_bytes[chunk] = sum(self.unit_bytes[u] for u in self.units_of[chunk])
+
+    def deal(self, units: Sequence[int], parts: int, rng: np.random.Generator) -> list[list[int]]:
+        """``units`` in ``parts`` chunks of even bytes, in a seeded random order: a shuffle,
+        each unit to the part holding the fewest bytes so far (then the fewest units)."""
+        shuffled = [int(units[i]) for i in rng.permutation(len(units)).tolist()]
+        load = [(0, 0, j) for j in range(max(1, parts))]  # (bytes, units, part): a min-heap
+        dealt: list[list[int]] = [[] for _ in load]
+        for u in shuffled:
+            b, n_u, j = heapq.heappop(load)
+            dealt[j].append(u)
+            heapq.heappush(load, (b + self.unit_bytes[u], n_u + 1, j))
+        return [sorted(d) for d in dealt if d]
+
+    def _recount(self) -> None:
+        """Chunk bytes and each id's chunk, from ``units_of`` and ``chunk_of_unit``."""
+        self.chunk_bytes = [sum(self.unit_bytes[u] for u in us) for us in self.units_of]
+        self.chunk_of_id[:] = self.chunk_of_unit[self.load_of].tolist()  # in place: see assign
+
+    def assignment(self) -> list[int]:
+        """Each load unit's chunk (what a checkpoint keeps once chunks are dealt afresh)."""
+        return [int(c) for c in self.chunk_of_unit.tolist()]
+
+    def load_assignment(self, chunk_of_unit: Sequence[int]) -> None:
+        """Set each load unit's chunk (from :meth:`assignment`), checked: the same units,
+        the same static set, every other unit in a cycling chunk."""
+        got = np.asarray(chunk_of_unit, dtype=np.int64)
+        if got.shape != self.chunk_of_unit.shape:
+            raise HotsetError(
+                f"quiver state: {len(got)} load units' chunks for {len(self.chunk_of_unit)} units"
+            )
+        static = got == self.k
+        if (
+            not np.array_equal(static, self.chunk_of_unit == self.k)
+            or (got < UNDEALT).any()
+            or (got > self.k).any()
+        ):
+            raise HotsetError("quiver state: its chunks do not fit this data set and budget")
+        self.chunk_of_unit = got
+        for c in range(self.k):
+            self.units_of[c] = np.flatnonzero(got == c).tolist()
+        self._recount()
+
     def unit_of(self, sid: int) -> int:
         """The load unit holding ``sid``."""
         return int(self.load_of[sid])
@@ -157,17 +221,34 @@ class ChunkCycle:
     the jobs of a shared cache want the same chunks at the same time; each loads
     a chunk's units in a seeded random order that starts, for each job, at its own
     place, so they read different units first and find the rest in the pool (§5.2).
+
+    ``fresh`` (a job alone): the chunks' units are not the fixed stripes but dealt
+    afresh, a *round* at a time. A round holds every cycling unit except those of the
+    chunks in the cache when it is dealt -- they are served first whatever the order,
+    at the start of the next epoch -- cut into chunks of even bytes in a seeded random
+    order (:meth:`StripedChunks.deal`); each chunk the cycle starts takes the round's
+    next part. A round is dealt when the last one is used up, which is when an epoch's
+    last chunk is being consumed, so the next epoch's order is drawn anew: with fixed
+    stripes each sample came at the same point of every epoch (consecutive epochs
+    correlated at rho 0.96-1.00). Each unit is still read once an epoch.
     """
 
-    def __init__(self, chunks: StripedChunks, *, seed: int) -> None:
+    def __init__(self, chunks: StripedChunks, *, seed: int, fresh: bool = False) -> None:
         self.chunks = chunks
         self.seed = int(seed)
+        self.fresh = fresh
         self.chunks_in: list[int] = []
         #: load units of the newest chunk not read yet, in this job's order
         self.queue: list[int] = []
         #: units of the static set not read yet (read once, in the first epoch)
         self.static_queue: list[int] = self._ordered(chunks.static_units, step=-1)
         self.next_step = 0
+        #: (fresh) the current round's chunks not started yet, and rounds dealt so far
+        self.plan: list[list[int]] = []
+        self.rounds = 0
+        #: (fresh) units the cache held when the round was dealt, left out of it: if their
+        #: chunk leaves the cache before an epoch serves them, they join the round
+        self.outside: set[int] = set()
 
     def _ordered(self, units: list[int], *, step: int) -> list[int]:
         """``units`` in one seeded order for every job, from this job's own place in it:
@@ -185,29 +266,70 @@ class ChunkCycle:
         return self.chunks_in[0]
 
     def start_next(self) -> None:
-        """Begin loading the next chunk of the cycle."""
+        """Begin loading the next chunk of the cycle (``fresh``: the round's next part)."""
         step = self.next_step
         self.next_step += 1
         chunk = step % self.chunks.k
+        if self.fresh:
+            if not self.plan:
+                self._deal_round()
+            self.chunks.assign(chunk, self.plan.pop(0))
         self.chunks_in.append(chunk)
         self.queue = self._ordered(self.chunks.units_of[chunk], step=step)
 
+    def _deal_round(self) -> None:
+        """The next round: every cycling unit but those of the chunks in the cache, cut
+        into as many chunks as the stripes leave beside them, in a seeded order."""
+        chunks = self.chunks
+        held = {u for c in self.chunks_in for u in chunks.units_of[c]}
+        cycling = np.flatnonzero(chunks.chunk_of_unit != chunks.static).tolist()
+        pool = [u for u in cycling if u not in held]
+        rng = np.random.default_rng([_FRESH, self.seed, self.rounds])
+        self.rounds += 1
+        parts = max(1, chunks.k - len(self.chunks_in))
+        self.plan = chunks.deal(pool, parts, rng)
+        self.outside = held
+
     def drop_front(self) -> list[int]:
-        """Forget the oldest chunk; its member ids."""
+        """Forget the oldest chunk; its member ids. (fresh) A chunk the round left out,
+        leaving before an epoch served it from the cache, joins the round as one more
+        chunk at a seeded place, so every unit is still read once an epoch."""
         chunk = self.chunks_in.pop(0)
-        return [s for u in self.chunks.units_of[chunk] for s in self.chunks.members[u]]
+        units = self.chunks.units_of[chunk]
+        back = [u for u in units if u in self.outside]
+        if back:
+            self.outside.difference_update(back)
+            rng = np.random.default_rng([_FRESH, self.seed, self.rounds, len(self.plan)])
+            self.plan.insert(int(rng.integers(0, len(self.plan) + 1)), sorted(back))
+        return [s for u in units for s in self.chunks.members[u]]
 
     def state(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "chunks_in": list(self.chunks_in),
             "queue": list(self.queue),
             "step": self.next_step,
         }
+        if self.fresh:  # the deal so far: each unit's chunk, the round's rest, its number
+            out["assignment"] = self.chunks.assignment()
+            out["plan"] = [list(part) for part in self.plan]
+            out["rounds"] = self.rounds
+            out["outside"] = sorted(self.outside)
+        return out
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         for key in ("chunks_in", "queue", "step"):
             if key not in state:
                 raise HotsetError(f"quiver state: the chunk cycle misses {key!r}")
+        if self.fresh and "assignment" in state:  # absent: saved with the fixed stripes
+            plan = [[int(u) for u in part] for part in state["plan"]]
+            outside = {int(u) for u in state["outside"]}
+            n_units = len(self.chunks.members)
+            named = [u for part in plan for u in part] + sorted(outside)
+            if any(not 0 <= u < n_units for u in named):
+                raise HotsetError("quiver state: its chunk plan names units this data set lacks")
+            self.chunks.load_assignment(state["assignment"])
+            self.plan, self.outside = plan, outside
+            self.rounds = int(state["rounds"])
         self.chunks_in = [int(c) for c in state["chunks_in"]]
         self.queue = [int(u) for u in state["queue"]]
         self.next_step = int(state["step"])

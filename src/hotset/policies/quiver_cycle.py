@@ -34,11 +34,18 @@ class JobCycle:
         return self.cycle is not None and bool(self.cycle.chunks_in)
 
     def get(
-        self, planned: IntArray | None, *, layout: UnitLayout | None, budget: Budget, seed: int
+        self,
+        planned: IntArray | None,
+        *,
+        layout: UnitLayout | None,
+        budget: Budget,
+        seed: int,
+        fresh: bool = False,
     ) -> ChunkCycle:
         """The cycle, cut now in ``budget`` with the job's ``seed`` if it is not yet: the
         data set's size is the layout's, else the budget's sizes', else the planned
-        order's largest id + 1."""
+        order's largest id + 1. ``fresh`` deals its chunks afresh each round, unless the
+        job joined a shared cycle (whose jobs must want the same chunks)."""
         if self.cycle is None:
             if layout is not None:
                 n = len(layout.chunk_of)
@@ -49,8 +56,10 @@ class JobCycle:
             else:
                 raise HotsetError("quiver: needs sizes, a layout or a planned order")
             chunks = StripedChunks(budget, layout, n)
-            self.cycle = ChunkCycle(chunks, seed=seed)
+            self.cycle = ChunkCycle(chunks, seed=seed, fresh=fresh and self.joined is None)
             self.cycle.next_step = self.joined or 0
+        # a job that joined (or a state that says it did) follows the shared fixed cycle
+        self.cycle.fresh = fresh and self.joined is None
         return self.cycle
 
     def forget(self) -> None:
@@ -70,8 +79,9 @@ class JobCycle:
         if self.started:
             raise HotsetError("quiver: join_cycle() after the chunk cycle started")
         self.joined = 0 if step is None else int(step)
-        if self.cycle is not None:
+        if self.cycle is not None:  # cut before (to size eviction groups): not started yet
             self.cycle.next_step = self.joined
+            self.cycle.fresh = False  # jobs of one cycle want the same (fixed) chunks
 
     def step(self) -> int | None:
         """The step of the newest chunk this job loads (what a job joining now should

@@ -31,6 +31,7 @@ class EpochView:
         chunk_of: list[int],
         k: int,
         lookahead: int | None = None,
+        also_on_time: bool = False,
     ) -> None:
         self.chunk_of = chunk_of
         #: each id's first planned position this epoch (-1: not planned)
@@ -52,6 +53,9 @@ class EpochView:
         self._window = (
             UnusedPositions(len(self.order)) if lookahead is not None and self.order else None
         )
+        #: the ``also`` chunk (the static set) substitutes only ids planned by now, unless
+        #: nothing else can: see :meth:`substitute`
+        self.also_on_time = also_on_time
 
     def pending(self, sid: int) -> bool:
         """Whether ``sid`` is planned this epoch and not used yet."""
@@ -84,8 +88,10 @@ class EpochView:
         self, chunks: Iterable[int], resident: set[int], *, also: int | None = None
     ) -> int | None:
         """The unused resident planned earliest in the first of ``chunks`` that has one,
-        or in chunk ``also`` (the static set) when that one is planned earlier still;
-        with a ``lookahead``, only one among the next ``lookahead`` unused planned ids."""
+        or in chunk ``also`` (the static set) when that one is planned earlier still
+        (``also_on_time``: and planned before the current request, i.e. overdue, unless
+        no chunk has one); with a ``lookahead``, only one among the next ``lookahead``
+        unused planned ids."""
         first = None
         end = None
         if self._window is not None and self.lookahead is not None:
@@ -97,6 +103,16 @@ class EpochView:
             first = None
         other = None if also is None else self._top(also, resident)
         if other is not None and end is not None and self.pos[other] > end:
+            other = None
+        # the static set is held all along: pulling its ids forward whenever they are
+        # planned earlier than the front chunk's would serve the same ids early in every
+        # epoch; with also_on_time, ids not due yet wait for their turn (their own request)
+        if (
+            other is not None
+            and first is not None
+            and self.also_on_time
+            and (self.pos[other] >= self.at)
+        ):
             other = None
         if other is not None and (first is None or self.pos[other] < self.pos[first]):
             return other

@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "placement": False,
     "min_benefit": 1.1,
     "reprobe_epochs": 0,
+    "fresh_order": True,
 }
 
 
@@ -61,6 +62,10 @@ def build_quiver(
     no space) turns its caching off. ``reprobe_epochs=E`` probes again every E epochs
     (0, the default: never; a probe costs ``probe`` batches read from storage, and a
     job's benefit changes only when the load on the store does).
+    ``fresh_order`` (the default) gives a job alone a fresh order every epoch: the units
+    of the chunks not in the cache are dealt afresh among them at each epoch's start;
+    false keeps the paper's fixed stripes (consecutive epochs then correlate at rho
+    0.96-1.00). Jobs sharing a cache keep the fixed cycle either way.
     """
     opts = with_defaults("quiver", options, DEFAULTS)
     return System(
@@ -77,6 +82,7 @@ def build_quiver(
             placement=opts["placement"],
             min_benefit=opts["min_benefit"],
             reprobe_epochs=opts["reprobe_epochs"],
+            fresh_order=opts["fresh_order"],
         ),
         table=ImportanceTable(n),
         options={"batch_size": batch_size},
@@ -126,6 +132,11 @@ OPTIONS: dict[str, tuple[SystemOption, ...]] = {
             "reprobe_epochs": (
                 "int",
                 "with placement: probe again every N >= 2 epochs (a probe spans two; 0: never)",
+            ),
+            "fresh_order": (
+                "bool",
+                "a job alone deals the chunks' units afresh every epoch, so no sample comes at "
+                "the same point of every epoch; false: the paper's fixed stripes",
             ),
         },
     )
