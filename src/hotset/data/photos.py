@@ -30,7 +30,7 @@ from __future__ import annotations
 import io
 import os
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +177,7 @@ def _meta(cfg: PhotoConfig, sizes: list[int]) -> dict[str, Any]:
         "generator": PHOTOS_GENERATOR,
         "seed": cfg.seed,
         "photos": {
+            "config": asdict(cfg),
             "portrait": cfg.portrait,
             "quality": cfg.quality,
             "mean_bytes": round(float(np.mean(sizes))),

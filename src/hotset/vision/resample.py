@@ -128,7 +128,9 @@ def _crop_pil(images: Sequence[Any], params: CropParams, size: int) -> Any:
 
 
 # -- the same filter as matrix products ---------------------------------------------------
-def filter_matrix(starts: Any, lengths: Any, out: int, extent: int) -> Any:
+def filter_matrix(
+    starts: Any, lengths: Any, out: int, extent: int, *, flips: Any = None, device: Any = "cpu"
+) -> Any:
     """Pillow's bilinear filter as float64 matrices ``(n, out, extent)``: row ``j`` of
     image ``i`` weighs the pixels of ``[starts[i], starts[i] + lengths[i])`` exactly as
     Pillow weighs them for output pixel ``j`` when it resizes that span to ``out``.
@@ -141,6 +143,10 @@ def filter_matrix(starts: Any, lengths: Any, out: int, extent: int) -> Any:
     (1 / stretch)|)``; the weights are divided by their sum (taken in order), then
     rounded to 22 fractional bits, Pillow's fixed point for 8-bit images. The
     products of such weights and uint8 pixels, and their sums, are exact in float64.
+
+    ``flips[i]`` reverses image ``i``'s rows (a mirrored output). The taps are worked
+    out on the CPU (a few per output pixel); the dense matrices are filled on
+    ``device``, so only the taps cross to it.
     """
     import torch
 
@@ -162,8 +168,12 @@ def filter_matrix(starts: Any, lengths: Any, out: int, extent: int) -> Any:
     weight = torch.where(total > 0, weight / torch.where(total > 0, total, 1), weight)
     weight = torch.floor(weight * _ONE + 0.5) / _ONE  # Pillow's (int)(0.5 + w * 2**22)
     col = torch.where(inside, pos, torch.zeros_like(pos)).to(torch.int64) + starts[:, None, None]
-    matrix = torch.zeros((n, out, extent), dtype=torch.float64)
-    return matrix.scatter_add_(2, col, weight)
+    if flips is not None:  # a mirrored crop: its output columns in reverse order
+        flip = torch.as_tensor(flips, dtype=torch.bool)[:, None, None]
+        col = torch.where(flip, col.flip(1), col)
+        weight = torch.where(flip, weight.flip(1), weight)
+    matrix = torch.zeros((n, out, extent), dtype=torch.float64, device=device)
+    return matrix.scatter_add_(2, to_device(col, device), to_device(weight, device))
 
 
 def _round(x: Any) -> Any:
@@ -204,11 +214,8 @@ def _group(images: list[Any], boxes: Any, flips: Any, size: int, dtype: Any) -> 
     top, left, h, w = boxes.unbind(1)
     r0, r1 = int(top.min()), int((top + h).max())  # only the rows some box covers
     rows = r1 - r0
-    wx = filter_matrix(left, w, size, width)
-    wx = torch.where(flips[:, None, None], wx.flip(1), wx)  # a mirrored crop: columns reversed
-    wy = filter_matrix(top - r0, h, size, rows)
-    wx = to_device(wx.to(dtype), device)
-    wy = to_device(wy.to(dtype), device)
+    wx = filter_matrix(left, w, size, width, flips=flips, device=device).to(dtype)
+    wy = filter_matrix(top - r0, h, size, rows, device=device).to(dtype)
     x = torch.stack(images)[:, :, r0:r1, :].to(dtype)
     cols = _round(torch.matmul(x.reshape(g, c * rows, width), wx.transpose(1, 2)))
     cols = cols.view(g, c, rows, size).permute(0, 2, 1, 3).reshape(g, rows, c * size)
