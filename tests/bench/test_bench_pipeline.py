@@ -89,6 +89,7 @@ def test_the_gpu_script_runs_its_command_at_a_tiny_scale(tmp_path: Path) -> None
         (["--paths", "gpu"], "paths must be among worker, device"),
         (["--systems", "nosuch"], "nosuch"),
         (["--device", "cuda:x"], "device"),
+        (["--cache-frac", "0.05"], "smaller than one batch needs"),
     ],
 )
 def test_bad_options_fail_before_any_work(tmp_path: Path, args: list[str], match: str) -> None:

@@ -287,6 +287,17 @@ def _check(systems: Sequence[str], paths: Sequence[str], epochs: int, batch: int
         raise HotsetError(f"epochs and batch_size must be >= 1, got {epochs} and {batch}")
 
 
+def _check_budget(data: Any, systems: Sequence[str], cache_frac: float, batch: int) -> None:
+    """The cache budget every caching system gets must hold one batch (the loader's rule)."""
+    from hotset.systems.registry import capabilities_of, parse_system
+    from hotset.torch.checks import check_budget
+    from hotset.units import parse_budget
+
+    sizes = np.asarray(data.manifest.sizes, dtype=np.int64)
+    if any(capabilities_of(parse_system(s)[0]).caches for s in systems):
+        check_budget(parse_budget(cache_frac, total=int(sizes.sum()), name="cache"), sizes, batch)
+
+
 def _dataset(cfg: Any, where: Path, systems: Sequence[str], seed: int, log: Log) -> Any:
     """The photos of ``cfg`` under ``where`` (made there unless already made with ``cfg``),
     packed into chunks when a system reads them, opened without retries."""
@@ -360,6 +371,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="hotset-pipeline-") as tmp:
         folder = Path(data_dir) if data_dir is not None else Path(tmp) / "photos"
         data = _dataset(photos, folder, systems, seed, log)
+        _check_budget(data, systems, cache_frac, batch_size)  # before any row, not at the 6th
         setup = _setup(data, store, photos.classes, model, where, size=size, batch_size=batch_size,
                        workers=workers, epochs=epochs, cache_frac=cache_frac, seed=seed,
                        io_threads=io_threads)  # fmt: skip
