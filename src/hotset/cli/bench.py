@@ -28,6 +28,7 @@ _SUITE_MODULES: dict[str, str] = {
     "locality": "hotset.cli.bench_locality",
     "icachejobs": "hotset.cli.bench_icache_jobs",
     "placement": "hotset.cli.bench_quiverloop",
+    "pipeline": "hotset.cli.bench_pipeline",
 }
 
 #: commands of the group that read committed results instead of measuring (no suite)

@@ -203,6 +203,20 @@ SUITE_COLUMNS: dict[str, list[Column]] = {
         ("MB/ep", "mb_read_per_epoch"),
         ("benefit", "benefit_last"),
     ],
+    "pipeline": [
+        ("name", "name"),
+        *_SPEED,
+        ("vs_model", "vs_model_only"),
+        ("vs_no_io", "vs_no_io"),
+        ("stall", "stall_share"),
+        ("cpu_main", "cpu_s_per_sample_main"),
+        ("cpu_workers", "cpu_s_per_sample_workers"),
+        ("requests/ep", "storage_requests_per_epoch"),
+        ("MB/ep", "storage_mb_per_epoch"),
+        ("exact", "exact_hit_ratio"),
+        ("subst", "substitution_ratio"),
+        ("every_id", "every_id_every_epoch"),
+    ],
 }
 #: columns whose text is cut to WIDE_CELL characters
 WIDE_KEYS = frozenset({"detail", "other"})

@@ -60,6 +60,7 @@ from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.chunkpack import with_chunks
 from hotset.torch.cyclelink import CycleLink
 from hotset.torch.dataset import HotsetDataset, open_dataset
+from hotset.torch.devicepath import VisionPath, vision_path
 from hotset.torch.fetch import BatchFetcher, identity_collate
 from hotset.torch.forksafe import (
     keeps_workers,
@@ -117,6 +118,8 @@ class LoaderParts:
     sequencer: Sequencer
     planner: Planner
     fetcher: BatchFetcher
+    #: what augment= makes of each batch's x in the training process; None without it
+    vision: VisionPath | None
     readahead: ReadAhead
     prefetcher: UnitPrefetcher
     packages: PackingThread
@@ -154,6 +157,7 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
     options, choice = resolve_auto(data, options)
     # a chunk system's layout: the data set's own, or the loader's pack of it
     data = with_chunks(data, options, stacklevel=4)
+    vision = vision_path(data, options)  # refuses a transform beside augment=, before any I/O
     rank, world_size = options.ranks()
     context, start_why = worker_start_method(
         options.multiprocessing_context, num_workers=options.num_workers
@@ -188,7 +192,7 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
         drop_last=options.drop_last,
         sizes=sizes,
     )
-    fetcher = _fetcher(data, options, sizes, cache, sequencer, unit_layout, session)
+    fetcher = _fetcher(data, options, sizes, cache, sequencer, unit_layout, session, vision)
     readahead = ReadAhead(
         fetcher.reader.read_checked,
         sizes,
@@ -215,6 +219,7 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
         sequencer=sequencer,
         planner=planner,
         fetcher=fetcher,
+        vision=fetcher.vision,
         readahead=readahead,
         prefetcher=prefetcher,
         packages=packages,
@@ -579,6 +584,7 @@ def _fetcher(
     sequencer: Sequencer,
     layout: UnitLayout | None,
     session: CacheSession | None,
+    vision: VisionPath | None = None,
 ) -> BatchFetcher:
     """The DataLoader's dataset: executes plans in the workers (lean: no loader in it)."""
     manifest = data.manifest
@@ -598,6 +604,7 @@ def _fetcher(
         shared=session is not None and session.pooled,
         skip_errors=options.on_error == "skip",
         collate_fn=options.collate_fn,
+        vision=vision,
     )
 
 

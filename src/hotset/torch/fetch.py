@@ -22,7 +22,8 @@ For a plan, a worker (or the main process when ``num_workers == 0``):
    evictions, puts its net admissions plus rebuilt ids, and marks ``seq`` written
    (:mod:`hotset.torch.cachewrite`);
 4. decodes and collates ``(x, y, ids, w)`` (:mod:`hotset.torch.samples`), plus
-   a small ``info`` dict of what it did. ``y``, ``ids`` and ``w`` leave the
+   a small ``info`` dict of what it did; under ``augment=`` ``x`` is the batch's
+   bytes as one buffer, or its crops as one uint8 tensor (:mod:`hotset.torch.devicepath`). ``y``, ``ids`` and ``w`` leave the
    worker as numpy arrays, made tensors (and pinned, with ``pin_memory``) by the
    loader: a tensor crosses from a worker as a shared-memory handle whose receipt
    costs the main process a socket connection to the worker (torch's
@@ -96,6 +97,7 @@ from hotset.torch.cacheio import (
 )
 from hotset.torch.cachewrite import CacheWriter
 from hotset.torch.dataset import DecodeSpec
+from hotset.torch.devicepath import VisionPath
 from hotset.torch.movebytes import BatchMove
 from hotset.torch.pool import SharedPool
 from hotset.torch.reads import StoreReader
@@ -143,8 +145,11 @@ class BatchFetcher(_TorchDataset):
         skip_errors: bool = False,
         collate_fn: Callable[[list[Any]], Any] | None = None,
         reseed: Reseed | None = None,
+        vision: VisionPath | None = None,
     ) -> None:
         self.layout = layout
+        #: augment=: x is one encoded buffer or one uint8 tensor (hotset.torch.devicepath)
+        self.vision = vision
         #: seeds a kept worker at each epoch as a fresh one would be (hotset.torch.workerseed)
         self.reseed = reseed
         #: other loaders write the cache (other jobs on a shared namespace, other ranks
@@ -246,8 +251,16 @@ class BatchFetcher(_TorchDataset):
             served, weights = served[keep], weights[keep]
         info["skipped"] = len(failed)
         info["skipped_errors"] = failed
-        if self.samples.passes_bytes:
-            x: Any = [blobs[sid] for sid in served.tolist()]  # what collate makes of bytes
+        if self.vision is not None:
+            sids = served.tolist()
+            x: Any = self.vision.worker_x(
+                [blobs[sid] for sid in sids],
+                epoch=plan.epoch,
+                index=plan.index,
+                names=[self.keys[sid] for sid in sids],
+            )
+        elif self.samples.passes_bytes:
+            x = [blobs[sid] for sid in served.tolist()]  # what collate makes of bytes
         else:
             x = self.collate(self.samples.decode_all(served.tolist(), blobs, info))
         y = self.labels[served]  # arrays, not tensors: see step 4 of the module docstring

@@ -193,6 +193,8 @@ class HotsetLoader(Checkpoints):
         self._sequencer = parts.sequencer
         self._planner = parts.planner
         self._fetcher: BatchFetcher = parts.fetcher
+        #: augment=: decodes and augments each batch's x here (hotset.torch.devicepath)
+        self._vision = parts.vision
         self._readahead = parts.readahead
         self._prefetcher = parts.prefetcher
         self._packages = parts.packages
@@ -712,8 +714,10 @@ class HotsetLoader(Checkpoints):
                 batch = self._next_batch(it)
                 if batch is None:
                     break
-                stall = time.perf_counter() - t0
                 x, y_a, ids_a, w_a, info = batch
+                if self._vision is not None:  # the device path's decode counts as waiting
+                    x = self._vision.finish(x, [self._fetcher.keys[i] for i in ids_a.tolist()])
+                stall = time.perf_counter() - t0
                 served = self._account(stats, info, ids_a, w_a, stall)
                 y, ids, w = self._small_tensors(y_a, ids_a, w_a)
                 if bar is not None:

@@ -365,6 +365,41 @@ class LoaderOptions:
             """
         ),
     )
+    augment: Any = field(
+        default=None,
+        metadata=_doc(
+            """
+            a batch transform from :mod:`hotset.vision` (``RandomResizedCrop(224)``: crop,
+            flip and normalize, each batch's randomness drawn from a seed of the loader's
+            seed, epoch and batch, so resume stays exact), run on whole batches where
+            ``augment_on`` says; ``x`` is then the normalized batch on ``device``. ``"encoded"``:
+            ``x`` is the batch's samples still encoded, one
+            :class:`~hotset.vision.encoded.EncodedBatch`, for the loop to decode
+            (:mod:`hotset.torch.devicepath`). It replaces the data set's decode and transform.
+            """
+        ),
+    )
+    augment_on: str = field(
+        default="device",
+        metadata=_doc(
+            """
+            (with ``augment``) ``"device"``: workers hand over the samples' bytes as one
+            buffer, and the training process decodes (nvJPEG on a GPU where torchvision
+            imports) and augments them on ``device``; ``"worker"``: workers decode and crop on
+            the CPU and hand over one uint8 tensor, which is normalized on ``device``.
+            """
+        ),
+    )
+    device: str = field(
+        default="cpu",
+        metadata=_doc(
+            """
+            (with ``augment``) where the batch is decoded and augmented (``augment_on="device"``)
+            or normalized (``"worker"``), and where ``x`` is delivered: ``"cuda"``, ``"cuda:1"``;
+            labels, ids and weights stay on the CPU.
+            """
+        ),
+    )
 
     def __post_init__(self) -> None:
         """Check every option by name, and store each in its plain Python type."""
@@ -394,6 +429,19 @@ class LoaderOptions:
         _check_context(self.multiprocessing_context)
         self._check_workers()
         self._check_ranks()
+        self._check_vision()
+
+    def _check_vision(self) -> None:
+        """``augment``, ``augment_on`` and ``device`` together (:mod:`hotset.torch.devicepath`);
+        a spec replaces the samples' collation, so it is refused beside ``collate_fn``."""
+        from hotset.torch.devicepath import check_vision_options
+
+        self._set("device", check_vision_options(self.augment, self.augment_on, self.device))
+        if self.augment is not None and self.collate_fn is not None:
+            raise HotsetError(
+                "augment= makes each batch's x itself (one tensor or one encoded buffer): "
+                "drop collate_fn="
+            )
 
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)  # frozen: only __post_init__ writes
