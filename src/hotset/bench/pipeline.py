@@ -21,7 +21,7 @@ Each row reports samples/s after the first epoch (and overall, and per epoch), i
 ratio to ``model-only`` and to ``no-io``, the share of the time the loop waited for
 data (``stall_share``, after the first epoch), CPU seconds per sample in the
 training process and in its workers apart (:mod:`hotset.bench.cputime`), storage
-requests and MB per epoch, exact hits and substitutions apart, and whether every
+requests and MB per epoch, exact hits, substitutions and fetched ahead apart, and whether every
 sample arrived once per epoch.
 
 Timing: the clock stops at each epoch's end only after the device has finished
@@ -254,6 +254,7 @@ def hotset_row(system: str, path: str, setup: Setup) -> dict[str, Any]:
         ),
         exact_hit_ratio=round(sum(r["exact_hits"] for r in report) / requests, 4),
         substitution_ratio=round(sum(r["substitutions"] for r in report) / requests, 4),
+        fetched_ahead_ratio=round(sum(r["fetched_ahead"] for r in report) / requests, 4),
     )  # fmt: skip
 
 
