@@ -33,8 +33,10 @@ from dataclasses import dataclass
 
 from hotset.cachestore.shm import SharedMemoryCache
 from hotset.cachestore.shm_gc import SHM_DIR, segment_name
+from hotset.cachestore.shm_layout import DEFAULT_ARENA_SLACK
 from hotset.cachestore.shm_members import JOIN_TIMEOUT_S
-from hotset.cachestore.shm_segment import Identity
+from hotset.cachestore.shm_room import check_room
+from hotset.cachestore.shm_segment import Identity, segment_size
 from hotset.errors import HotsetError
 from hotset.liveness import owner_identity
 
@@ -101,7 +103,14 @@ class NodeShare:
         )
 
     def open(self, capacity_bytes: int, n_slots: int, *, verify: bool = False) -> SharedMemoryCache:
-        """The node's cache: created by the first local rank, joined by the others."""
+        """The node's cache: created by the first local rank, joined by the others.
+
+        Every rank checks the room the segment needs in ``/dev/shm`` first
+        (:func:`~hotset.cachestore.shm_room.check_room`), so that all of the node's
+        ranks refuse a cache it cannot hold, not only its creator while the others
+        wait for a segment that never comes."""
+        size = segment_size(capacity_bytes, n_slots, DEFAULT_ARENA_SLACK, len(self.members))
+        check_room(size, capacity=capacity_bytes, name=self.name)
         if self.local_rank == 0:
             return SharedMemoryCache(
                 capacity_bytes, n_slots=n_slots, name=self.name, members=self.members, verify=verify

@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from hotset.cachestore import shm_layout as layout
 from hotset.cachestore.shm_gc import owner_identity, reclaim_stale_segments, segment_name
+from hotset.cachestore.shm_room import check_room
 from hotset.errors import HotsetError
 from hotset.units import parse_bytes
 
@@ -142,11 +143,12 @@ def create_segment(
     arena_size = capacity + int(capacity * arena_slack)
     arena_base = layout.arena_base(n_slots, free_cap)
     members_at = layout.align(arena_base + arena_size, 8) if members else 0
-    size = members_at + layout.members_bytes(len(members)) if members else arena_base + arena_size
+    size = segment_size(capacity, n_slots, arena_slack, len(members))
     # Reclaim what killed owners left behind before taking more memory; a
     # failure here must never stop the cache from being created.
     with contextlib.suppress(OSError):
         reclaim_stale_segments()
+    check_room(size, capacity=capacity, name=name)  # a bus error later, a clear error now
     seg_name = name if name is not None else segment_name(secrets.token_hex(6))
     try:
         if members:
@@ -166,6 +168,16 @@ def create_segment(
     finally:
         fcntl.lockf(fd, fcntl.LOCK_UN)
     return seg
+
+
+def segment_size(capacity: int, n_slots: int, arena_slack: float, n_members: int = 0) -> int:
+    """Bytes of a segment for ``n_slots`` samples and ``capacity`` bytes of payload (a
+    node's cache has a table of ``n_members`` after its arena)."""
+    free_cap = layout.free_cap(n_slots)
+    arena_end = layout.arena_base(n_slots, free_cap) + capacity + int(capacity * arena_slack)
+    if not n_members:
+        return arena_end
+    return layout.align(arena_end, 8) + layout.members_bytes(n_members)
 
 
 def _checked_sizes(
