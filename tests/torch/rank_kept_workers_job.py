@@ -31,7 +31,7 @@ def main() -> None:
     pids: dict[int, list[int]] = {}
     loader = hotset.loader(
         data, system="lru", cache="30%", batch_size=16, seed=5, num_workers=2,
-        collate_fn=probe_collate,
+        collate_inputs=probe_collate,
     )  # fmt: skip
     with loader:
         if mode == "second":

@@ -47,7 +47,7 @@ def _loader(dataset_dir: Path, system: str = "lru", **options: Any) -> HotsetLoa
         seed=3,
         **{
             "multiprocessing_context": "forkserver",
-            "collate_fn": probe_collate,
+            "collate_inputs": probe_collate,
             **CONFIG,
             **options,
         },
@@ -182,7 +182,7 @@ def test_an_eof_error_of_the_users_own_code_is_not_a_dead_worker(
     """A bare EOFError while taking a batch means its worker is gone (see above); one
     the user's code raised, in a worker or in this process, reaches the user as it is."""
     context = "forkserver" if workers else None
-    options = {"collate_fn": eof_collate, "num_workers": workers}
+    options = {"collate_inputs": eof_collate, "num_workers": workers}
     with _loader(dataset_dir, multiprocessing_context=context, **options) as loader:
         loader.set_epoch(0)
         with pytest.raises(EOFError) as caught:
@@ -236,7 +236,7 @@ def test_forked_workers_are_started_each_epoch_unless_asked(
         data,
         system="lru",
         multiprocessing_context="fork",
-        collate_fn=probe_collate,
+        collate_inputs=probe_collate,
         **{**CONFIG, **options},
     ) as loader:
         runs = [_take(loader, e, truth) for e in range(2)]

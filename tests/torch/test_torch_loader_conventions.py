@@ -24,21 +24,62 @@ def test_the_defaults_work_with_a_fifth_of_the_data_cached(dataset_dir: Path) ->
         assert sum(len(ids) for _, _, ids, _ in loader) == 200
 
 
-def test_collate_fn_gets_the_decoded_samples(dataset_dir: Path) -> None:
+def test_collate_inputs_gets_the_decoded_samples(dataset_dir: Path) -> None:
     def collate(samples: list[torch.Tensor]) -> dict[str, Any]:
         return {"images": torch.stack(samples), "count": len(samples)}
 
-    with hotset.loader(_data(dataset_dir), batch_size=16, collate_fn=collate) as loader:
+    with hotset.loader(_data(dataset_dir), batch_size=16, collate_inputs=collate) as loader:
         loader.set_epoch(0)
-        batches = [x for x, _, _, _ in loader]
-    assert all(b["images"].shape[1:] == (3, 8, 8) for b in batches)
-    assert sum(b["count"] for b in batches) == 200
+        batches = [(x, y, ids) for x, y, ids, _ in loader]
+    assert all(b["images"].shape[1:] == (3, 8, 8) for b, _, _ in batches)
+    assert sum(b["count"] for b, _, _ in batches) == 200
+    labels = loader.data.manifest.labels
+    assert all(y.tolist() == labels[ids.numpy()].tolist() for _, y, ids in batches)
+
+
+def one_hot_collate(items: list[tuple[torch.Tensor, int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """A DataLoader-style collate_fn: (x, y) items in, (x, y) out, y one-hot."""
+    xs, ys = zip(*items, strict=True)
+    return torch.stack(xs), torch.nn.functional.one_hot(torch.tensor(ys), 10).float()
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_dataloader_collate_fn_works_unchanged(dataset_dir: Path, workers: int) -> None:
+    """torch's default_collate, and a function that makes its own y, take (x, y) items
+    as a DataLoader's do; the batch's x and y are what they return."""
+    from torch.utils.data import default_collate
+
+    data = _data(dataset_dir)
+    labels = data.manifest.labels
+    with hotset.loader(data, batch_size=16, num_workers=workers, collate_fn=default_collate) as ld:
+        ld.set_epoch(0)
+        for x, y, ids, _ in ld:
+            assert torch.equal(x, torch.stack([data[i][0] for i in ids.tolist()]))
+            assert y.tolist() == labels[ids.numpy()].tolist()
+    with hotset.loader(data, batch_size=16, num_workers=workers, collate_fn=one_hot_collate) as ld:
+        ld.set_epoch(0)
+        x, y, ids, _ = next(iter(ld))
+    assert x.shape == (16, 3, 8, 8) and y.shape == (16, 10)
+    assert y.argmax(1).tolist() == labels[ids.numpy()].tolist()
+
+
+def test_a_collate_fn_that_returns_no_pair_and_both_collates_are_named(
+    dataset_dir: Path,
+) -> None:
+    with (
+        hotset.loader(_data(dataset_dir), batch_size=16, collate_fn=len) as loader,
+        pytest.raises(hotset.HotsetError, match=r"collate_fn must return the batch as \(x, y\)"),
+    ):
+        loader.set_epoch(0)
+        next(iter(loader))
+    with pytest.raises(hotset.HotsetError, match="not both"):
+        hotset.loader(_data(dataset_dir), collate_fn=list, collate_inputs=list)
 
 
 def test_pil_images_without_a_transform_name_both_fixes(dataset_dir: Path) -> None:
     with (
         hotset.loader(_data(dataset_dir, "pil"), batch_size=16) as loader,
-        pytest.raises(hotset.HotsetError, match=r"collate_fn=.*ToTensor"),
+        pytest.raises(hotset.HotsetError, match=r"collate_inputs=.*ToTensor"),
     ):
         loader.set_epoch(0)
         next(iter(loader))

@@ -128,7 +128,7 @@ def test_read_and_decode_come_together(dataset_dir: Path) -> None:
 def test_nested_items_come_back_exactly_from_workers(dataset_dir: Path) -> None:
     folder = _folder(dataset_dir, Nested)
     with hotset.loader(
-        folder, system="lru", cache="100%", batch_size=16, num_workers=2, collate_fn=list
+        folder, system="lru", cache="100%", batch_size=16, num_workers=2, collate_inputs=list
     ) as loader:
         for epoch in range(2):
             loader.set_epoch(epoch)

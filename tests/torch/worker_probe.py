@@ -1,6 +1,6 @@
 """What a DataLoader worker is and draws, as a batch's ``x`` (no pytest here).
 
-``probe_collate`` is a loader's ``collate_fn``: it runs in the worker that
+``probe_collate`` is a loader's ``collate_inputs``: it runs in the worker that
 fetched the batch, so ``x`` tells the test which process made the batch, the
 seed torch gave that process, and one draw of each generator a transform would
 use; the samples' bytes ride along, to be checked against the files.
@@ -35,5 +35,5 @@ def seed_numpy_from_torch(worker_id: int) -> None:
 
 
 def eof_collate(samples: list[bytes]) -> Any:
-    """A ``collate_fn`` whose own code fails with EOFError (a truncated record, say)."""
+    """A ``collate_inputs`` whose own code fails with EOFError (a truncated record, say)."""
     raise EOFError("truncated record")

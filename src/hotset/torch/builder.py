@@ -604,6 +604,7 @@ def _fetcher(
         shared=session is not None and session.pooled,
         skip_errors=options.on_error == "skip",
         collate_fn=options.collate_fn,
+        collate_inputs=options.collate_inputs,
         vision=vision,
     )
 

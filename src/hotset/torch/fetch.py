@@ -144,6 +144,7 @@ class BatchFetcher(_TorchDataset):
         shared: bool = False,
         skip_errors: bool = False,
         collate_fn: Callable[[list[Any]], Any] | None = None,
+        collate_inputs: Callable[[list[Any]], Any] | None = None,
         reseed: Reseed | None = None,
         vision: VisionPath | None = None,
     ) -> None:
@@ -190,6 +191,7 @@ class BatchFetcher(_TorchDataset):
             decode=decode,
             transform=transform,
             collate_fn=collate_fn,
+            collate_inputs=collate_inputs,
         )
 
     def __len__(self) -> int:
@@ -211,9 +213,9 @@ class BatchFetcher(_TorchDataset):
         """Sample ``sid``'s bytes decoded (and transformed) as the data set says."""
         return self.samples.decode_one(data, sid)
 
-    def collate(self, samples: list[Any]) -> Any:
-        """A batch's ``x`` from its samples (:meth:`SampleDecoder.collate`)."""
-        return self.samples.collate(samples)
+    def collate(self, samples: list[Any], labels: Any) -> tuple[Any, Any]:
+        """A batch's ``(x, y)`` from its samples and labels (:meth:`SampleDecoder.collate`)."""
+        return self.samples.collate(samples, labels)
 
     def __getitem__(
         self, plan: BatchPlan
@@ -261,9 +263,10 @@ class BatchFetcher(_TorchDataset):
             )
         elif self.samples.passes_bytes:
             x = [blobs[sid] for sid in served.tolist()]  # what collate makes of bytes
-        else:
-            x = self.collate(self.samples.decode_all(served.tolist(), blobs, info))
         y = self.labels[served]  # arrays, not tensors: see step 4 of the module docstring
+        if self.vision is None and not self.samples.passes_bytes:
+            decoded = self.samples.decode_all(served.tolist(), blobs, info)
+            x, y = self.collate(decoded, y)  # a collate_fn's y (mixup's, one-hot) is the batch's
         ids = served.copy()
         w = weights.astype(np.float32)
         info.update(

@@ -445,10 +445,11 @@ class HotsetLoader(Checkpoints):
                     blob = fetcher.reader.read_checked(sid)
                     self.evaluate_reads += 1
                 blobs.append(blob)
-            x = fetcher.collate(
-                [fetcher.decode_one(b, s) for b, s in zip(blobs, part, strict=True)]
+            x, y = fetcher.collate(
+                [fetcher.decode_one(b, s) for b, s in zip(blobs, part, strict=True)],
+                fetcher.labels[part],
             )
-            y = torch.from_numpy(fetcher.labels[part])
+            y = torch.from_numpy(y) if isinstance(y, np.ndarray) else y
             out = self._evaluator(x, y, torch.as_tensor(part, dtype=torch.int64))
             values = out.detach().cpu().numpy() if isinstance(out, torch.Tensor) else out
             losses.append(np.asarray(values, dtype=np.float64).reshape(-1))
@@ -751,7 +752,8 @@ class HotsetLoader(Checkpoints):
         (:mod:`hotset.torch.fetch`, step 4), so the labels are pinned here when the
         DataLoader pins what it hands over (``pin_memory`` on an accelerator, as its
         own rule says)."""
-        y_t = torch.from_numpy(y)
+        # a collate_fn may have made y itself (a tensor: one-hot, mixed-up labels)
+        y_t = torch.from_numpy(y) if isinstance(y, np.ndarray) else torch.as_tensor(y)
         if self._pin_labels:
             y_t = y_t.pin_memory()
         return y_t, torch.from_numpy(ids), torch.from_numpy(w)

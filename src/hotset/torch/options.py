@@ -351,7 +351,24 @@ class LoaderOptions:
     )
     collate_fn: Callable[[list[Any]], Any] | None = field(
         default=None,
-        metadata=_doc("from the list of decoded samples to a batch's ``x`` (default: stacked)."),
+        metadata=_doc(
+            """
+            the DataLoader's own: from the list of the batch's ``(x, y)`` items (each decoded
+            and transformed sample with its label) to the batch, returned as ``(x, y)`` (a
+            tuple or list, as ``default_collate`` gives it; more entries are dropped): the
+            batch's ``x`` and ``y`` are those. A function of the inputs alone is
+            ``collate_inputs``.
+            """
+        ),
+    )
+    collate_inputs: Callable[[list[Any]], Any] | None = field(
+        default=None,
+        metadata=_doc(
+            """
+            from the list of the batch's decoded samples alone to its ``x`` (default: stacked);
+            ``y`` stays the labels. What ``collate_fn`` was before it took ``(x, y)`` items.
+            """
+        ),
     )
     batch: str = field(
         default="tuple",
@@ -437,11 +454,12 @@ class LoaderOptions:
         from hotset.torch.devicepath import check_vision_options
 
         self._set("device", check_vision_options(self.augment, self.augment_on, self.device))
-        if self.augment is not None and self.collate_fn is not None:
-            raise HotsetError(
-                "augment= makes each batch's x itself (one tensor or one encoded buffer): "
-                "drop collate_fn="
-            )
+        for name in ("collate_fn", "collate_inputs"):
+            if self.augment is not None and getattr(self, name) is not None:
+                raise HotsetError(
+                    "augment= makes each batch's x itself (one tensor or one encoded buffer): "
+                    f"drop {name}="
+                )
 
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)  # frozen: only __post_init__ writes
@@ -456,6 +474,12 @@ class LoaderOptions:
         from hotset.systems.registry import resolve_system
 
         _check_callable("collate_fn", self.collate_fn)
+        _check_callable("collate_inputs", self.collate_inputs)
+        if self.collate_fn is not None and self.collate_inputs is not None:
+            raise HotsetError(
+                "give collate_fn= (the DataLoader's: (x, y) items to a batch) or "
+                "collate_inputs= (the samples to x), not both"
+            )
         if not isinstance(self.system, str):
             raise HotsetError(f"system must be a system name (a string), got {self.system!r:.80}")
         _check_system_options(self.system_options)

@@ -107,6 +107,7 @@ def _worker_arguments(data: HotsetDataset, options: LoaderOptions) -> list[tuple
     out += [
         ("transform=", data.transform),
         ("collate_fn=", options.collate_fn),
+        ("collate_inputs=", options.collate_inputs),
         ("worker_init_fn=", options.worker_init_fn),
     ]
     if items is not None:

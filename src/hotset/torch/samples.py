@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from hotset.errors import HotsetError, IntegrityError
 from hotset.torch.dataset import DecodeSpec, decode_sample
@@ -30,18 +31,26 @@ class SampleDecoder:
         decode: DecodeSpec,
         transform: Callable[[Any], Any] | None,
         collate_fn: Callable[[list[Any]], Any] | None,
+        collate_inputs: Callable[[list[Any]], Any] | None = None,
     ) -> None:
         self.keys = keys
         self.reader = reader
         self.decode = decode
         self.transform = transform
-        #: the user's collate function for a batch's samples (None: see collate)
+        #: the user's DataLoader-style collate: (x, y) items to an (x, y) batch
         self.collate_fn = collate_fn
+        #: the user's function of a batch's samples alone to its x (None: see collate)
+        self.collate_inputs = collate_inputs
 
     @property
     def passes_bytes(self) -> bool:
         """Whether a batch's ``x`` is its samples' bytes as they are (a list)."""
-        return self.decode == "bytes" and self.transform is None and self.collate_fn is None
+        return (
+            self.decode == "bytes"
+            and self.transform is None
+            and self.collate_fn is None
+            and self.collate_inputs is None
+        )
 
     def decode_one(self, data: bytes, sid: int) -> Any:
         return decode_sample(self.decode, self.transform, data, self.keys[sid])
@@ -73,8 +82,23 @@ class SampleDecoder:
                 out.append(self.decode_one(fresh, sid))
         return out
 
-    def collate(self, samples: list[Any]) -> Any:
-        """A batch's ``x``: the user's ``collate_fn``, else stacked tensors or arrays.
+    def collate(self, samples: list[Any], labels: npt.NDArray[np.int64]) -> tuple[Any, Any]:
+        """A batch's ``(x, y)``: the user's ``collate_fn`` over ``(sample, label)`` items, as a
+        DataLoader calls it; else ``(x, labels)``, ``x`` from :meth:`inputs`."""
+        if self.collate_fn is None:
+            return self.inputs(samples), labels
+        items = list(zip(samples, labels.tolist(), strict=True))
+        out = self.collate_fn(items)
+        if not isinstance(out, tuple | list) or len(out) < 2:
+            raise HotsetError(
+                "collate_fn must return the batch as (x, y), as a DataLoader's default_collate "
+                f"does for (x, y) items; it returned {type(out).__name__}. A function of the "
+                "samples alone to x is collate_inputs="
+            )
+        return out[0], out[1]
+
+    def inputs(self, samples: list[Any]) -> Any:
+        """A batch's ``x``: the user's ``collate_inputs``, else stacked tensors or arrays.
 
         Samples of one shape are stacked; tensors or arrays of several shapes,
         and bytes, stay a list. Anything else goes through torch's
@@ -82,8 +106,8 @@ class SampleDecoder:
         (a ``PIL.Image`` without a ``ToTensor`` transform, say) is a clear error
         naming the two fixes, rather than a list the model then chokes on.
         """
-        if self.collate_fn is not None:
-            return self.collate_fn(samples)
+        if self.collate_inputs is not None:
+            return self.collate_inputs(samples)
         import torch
 
         if not samples:
@@ -105,7 +129,8 @@ class SampleDecoder:
         except (TypeError, RuntimeError) as exc:
             kind = type(samples[0]).__name__
             raise HotsetError(
-                f"cannot batch samples of type {kind}: give the loader collate_fn= (a "
-                "function from a list of samples to a batch), or a transform= that returns "
+                f"cannot batch samples of type {kind}: give the loader collate_inputs= (a "
+                "function from a list of samples to a batch's x) or collate_fn= (the "
+                "DataLoader's: (x, y) items to an (x, y) batch), or a transform= that returns "
                 f"tensors (for PIL images, torchvision.transforms.ToTensor()); {exc}"
             ) from None
