@@ -62,7 +62,7 @@ class S3Bucket:
         body: Any = self.server.client().get_object(Bucket=self.name, Key=key)["Body"]
         return bytes(body.read())
 
-    def keys(self) -> list[str]:
+    def listed(self) -> list[str]:
         listed = self.server.client().list_objects_v2(Bucket=self.name)
         return sorted(str(item["Key"]) for item in listed.get("Contents", []))
 
