@@ -84,6 +84,7 @@ class LocalS3:
 
     def __init__(self, directory: str | Path, *, binary: str | None = None) -> None:
         self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
         self.binary = binary or find_weed()
         self.ports = dict(zip(_PORTS, _free_ports(len(_PORTS)), strict=True))
         self.access_key = "HS" + secrets.token_hex(9).upper()
