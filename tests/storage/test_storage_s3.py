@@ -236,3 +236,40 @@ def test_s3_without_boto3_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setitem(sys.modules, "boto3", None)
     with pytest.raises(HotsetError, match=r"pip install hotset\[s3\]"):
         open_store("s3://some-bucket/data")
+
+
+def test_s3_server_answers_a_multi_range_get_with_the_whole_object(s3_bucket: S3Bucket) -> None:
+    """Why read_ranges sends one range per GET: a multi-range header buys nothing here."""
+    s3_bucket.put("data/x.bin", BLOB)
+    got = s3_bucket.server.client().get_object(
+        Bucket=s3_bucket.name, Key="data/x.bin", Range="bytes=0-9,100-109"
+    )
+    assert got["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert got["Body"].read() == BLOB
+
+
+class _IgnoresRange:
+    """A client whose server ignores Range (answers 200 with the whole object)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.calls = data, 0
+
+    def get_object(self, **kwargs: object) -> dict[str, object]:
+        import io
+
+        from botocore.response import StreamingBody
+
+        self.calls += 1
+        body = StreamingBody(io.BytesIO(self.data), len(self.data))
+        meta = {"HTTPStatusCode": 200}
+        return {"Body": body, "ContentLength": len(self.data), "ResponseMetadata": meta}
+
+
+def test_s3_a_server_ignoring_range_is_sliced_and_counted_as_sent(s3_bucket: S3Bucket) -> None:
+    store = _store(s3_bucket)
+    fake = _IgnoresRange(BLOB)
+    store._client_obj = fake
+    ranges = [(0, 10), (500, 5), (9000, 3)]
+    assert store.read_ranges("x.bin", ranges) == [BLOB[o : o + n] for o, n in ranges]
+    assert fake.calls == 1  # the first answer held every range: no more GETs
+    assert store.stats().reads == 1 and store.stats().bytes_read == len(BLOB)
