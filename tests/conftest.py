@@ -1,4 +1,5 @@
-"""Fixtures shared by every test folder: real Redis servers (see redis_support.py)."""
+"""Fixtures shared by every test folder: real Redis servers (see redis_support.py) and a
+real S3 server (see s3_support.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from hotset.bench.s3_server import LocalS3
 from redis_support import (
     START_TIMEOUT,
     RedisCluster,
@@ -16,6 +18,7 @@ from redis_support import (
     require,
     start_redis,
 )
+from s3_support import S3Bucket, new_bucket, point_env_at, start_s3
 
 
 @pytest.fixture(scope="session")
@@ -78,3 +81,20 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
     finally:
         for node in nodes:
             node.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3]:
+    """One SeaweedFS S3 server for the whole session (each test takes its own bucket)."""
+    server = start_s3(tmp_path_factory.mktemp("s3"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(
+    s3_server: LocalS3, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> S3Bucket:
+    """A fresh bucket, and the AWS environment pointing at the server (see s3_support.py)."""
+    point_env_at(monkeypatch, s3_server, tmp_path_factory.mktemp("aws-home"))
+    return new_bucket(s3_server)

@@ -7,6 +7,8 @@ programming errors still surface as tracebacks.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class HotsetError(ValueError):
     """Bad input or configuration; the message names the culprit."""
@@ -25,3 +27,19 @@ class StorageError(HotsetError):
     Built from one message string, so it survives the trip from a DataLoader
     worker to the main process, which re-creates exceptions from their message.
     """
+
+
+def did_you_mean(word: object, choices: Iterable[str]) -> str:
+    """`` (did you mean 'lru'?)`` for the choice closest to a misspelt ``word``, else ``""``.
+
+    One helper so that every name a user types (a system, a system's option, a
+    store preset, a store option) is answered the same way when it is wrong.
+    """
+    import difflib
+
+    if not isinstance(word, str):
+        return ""
+    near = difflib.get_close_matches(word, list(choices), n=1)
+    if not near:
+        near = difflib.get_close_matches(word.lower(), list(choices), n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""

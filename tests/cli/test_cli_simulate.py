@@ -335,7 +335,11 @@ def test_a_system_spec_and_option_flags_reach_the_live_system(
             "system 'shade' has no option 'coverage_flor' (did you mean 'coverage_floor'?); "
             "its options are rep_factor,",
         ),
-        ("shadee[coverage_floor=0.05]", (), "unknown system 'shadee'; choose from pytorch,"),
+        (
+            "shadee[coverage_floor=0.05]",
+            (),
+            "unknown system 'shadee' (did you mean 'shade'?); choose from pytorch,",
+        ),
         ("quiver[probe=ten]", (), "system 'quiver': option probe got 'ten', expected int"),
         ("quiver", ("--option", "probe=ten"), "option probe got 'ten', expected int"),
         (

@@ -105,4 +105,4 @@ def test_options_json_and_a_system_without_options() -> None:
     code, out = run_cli("systems", "--options", "lru")
     assert (code, out.strip()) == (0, "system 'lru' takes no options")
     code, out = run_cli("systems", "--options", "shde")
-    assert code == 2 and "unknown system 'shde'; choose from pytorch" in out
+    assert code == 2 and "unknown system 'shde' (did you mean 'shade'?); choose from pytorch" in out

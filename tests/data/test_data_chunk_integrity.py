@@ -95,16 +95,16 @@ def test_a_layout_from_before_the_fingerprint_is_accepted(packed: Path) -> None:
     assert layout is not None and layout.manifest_identity is None
 
 
-def test_a_stale_set_behind_a_url_says_to_pack_a_local_copy(packed: Path, tmp_path: Path) -> None:
+def test_a_stale_set_behind_a_url_says_to_pack_it_there(packed: Path, tmp_path: Path) -> None:
     _copy_over_new_data(packed, tmp_path)
     url = f"memory://hotset-test-stale-{uuid.uuid4().hex}"
     store = open_store(url, create=True)
     try:
         for name in ("manifest.csv", "dataset.json", CHUNKS_JSON):
             store.write(name, (packed / name).read_bytes())
-        with pytest.raises(HotsetError, match="re-pack a local copy of it with") as info:
+        with pytest.raises(HotsetError, match="re-pack it with") as info:
             load_layout(url, manifest=Manifest.load(packed))
-        assert "`hotset data pack DIR --chunk-size 8 --shuffle-seed 5`" in str(info.value)
+        assert f"`hotset data pack {url} --chunk-size 8 --shuffle-seed 5`" in str(info.value)
     finally:
         store.fs.rm(store.root, recursive=True)  # type: ignore[attr-defined]
 

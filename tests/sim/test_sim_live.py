@@ -277,7 +277,7 @@ def test_a_future_needing_policy_with_a_feedback_order_fails_loudly(
 @pytest.mark.parametrize(
     ("change", "match"),
     [
-        ({"system": "nope"}, "unknown system 'nope'; choose from"),
+        ({"system": "nope"}, r"unknown system 'nope' \(did you mean 'nopfs'\?\); choose from"),
         ({"dataset": "/nonexistent/hotset-data"}, "/nonexistent/hotset-data"),
         ({"epochs": 0}, "epochs must be an integer >= 1, got 0"),
         ({"cache_frac": 0.0}, r"cache_frac must satisfy 0 < F <= 1 for system 'lru', got 0\.0"),

@@ -129,10 +129,10 @@ def test_unknown_protocol_is_a_hotset_error() -> None:
         FsspecStore("xyz://bucket/x")
 
 
-def test_missing_s3_backend_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_s3fs_names_it_and_the_s3_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     # Pretend s3fs is not installed even where it is: None in sys.modules makes
     # any import of it fail, and dropping a registered class forces a fresh import.
     monkeypatch.setitem(sys.modules, "s3fs", None)
     monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, "s3", raising=False)
-    with pytest.raises(HotsetError, match=r"pip install hotset\[s3\]"):
+    with pytest.raises(HotsetError, match=r"pip install s3fs.*pip install hotset\[s3\]"):
         FsspecStore("s3://some-bucket/data")

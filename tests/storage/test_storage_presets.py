@@ -104,8 +104,20 @@ def test_an_unknown_preset_is_named_with_the_valid_ones() -> None:
     with pytest.raises(HotsetError) as exc:
         resolve_store("nfs-1gbe", latency_ms=None, bandwidth_mb_s=None, max_concurrency=None)
     message = str(exc.value)
-    assert "'nfs-1gbe'" in message
+    assert "'nfs-1gbe' (did you mean 'nfs-10gbe'?)" in message
     assert all(name in message for name in PRESETS)
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [("s3-smal", "s3-small"), ("S3-Small", "s3-small"), ("cloudnas", "cloud-nas")],
+)
+def test_a_misspelt_preset_gets_a_suggestion(typed: str, meant: str) -> None:
+    with pytest.raises(HotsetError, match=rf"'{typed}' \(did you mean '{meant}'\?\)"):
+        get_preset(typed)
+    with pytest.raises(HotsetError) as exc:
+        get_preset("zzz")
+    assert "did you mean" not in str(exc.value)
 
 
 @pytest.mark.parametrize(

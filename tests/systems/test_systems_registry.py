@@ -66,7 +66,10 @@ def test_every_spec_builds_a_working_system(name: str) -> None:
 
 
 def test_unknown_name_lists_the_choices() -> None:
-    with pytest.raises(HotsetError, match=r"unknown system 'nope'; choose from .*pytorch.*lru"):
+    with pytest.raises(
+        HotsetError,
+        match=r"unknown system 'nope' \(did you mean 'nopfs'\?\); choose from .*pytorch.*lru",
+    ):
         get_spec("nope")
     with pytest.raises(HotsetError, match="unknown system 'nope'"):
         build_system("nope", n=10, budget=_budget(10), seed=0)
@@ -184,9 +187,14 @@ def test_a_misspelled_option_is_named_as_an_option_with_the_valid_ones() -> None
 def test_an_unknown_system_in_a_spec_lists_the_systems() -> None:
     from hotset.systems.registry import parse_system
 
-    with pytest.raises(HotsetError, match=r"unknown system 'shadee'; choose from pytorch, .*shade"):
+    with pytest.raises(
+        HotsetError,
+        match=r"unknown system 'shadee' \(did you mean 'shade'\?\); choose from pytorch, .*shade",
+    ):
         parse_system("shadee[coverage_floor=0.05]")
-    with pytest.raises(HotsetError, match=r"unknown system 'nope'; choose from"):
+    with pytest.raises(
+        HotsetError, match=r"unknown system 'nope' \(did you mean 'nopfs'\?\); choose from"
+    ):
         build_system("nope[a=1]", n=10, budget=_budget(10), seed=0)
 
 
@@ -261,3 +269,28 @@ def test_every_declared_option_is_one_its_build_accepts_with_that_default() -> N
         assert system.name == name
         for option in declared:
             assert option.meaning and "\n" not in option.meaning, (name, option.name)
+
+
+@pytest.mark.parametrize(
+    ("spec", "hint"),
+    [
+        ("scuot", "unknown system 'scuot' (did you mean 'scout'?)"),
+        ("Quiver[probe=2]", "unknown system 'Quiver' (did you mean 'quiver'?)"),
+        ("quiver[prob=10]", "system 'quiver' has no option 'prob' (did you mean 'probe'?)"),
+        ("scout[rangd=false]", "system 'scout' has no option 'rangd' (did you mean 'ranged'?)"),
+    ],
+)
+def test_a_misspelt_system_or_option_gets_a_suggestion(spec: str, hint: str) -> None:
+    from hotset.systems.registry import parse_system
+
+    with pytest.raises(HotsetError) as caught:
+        parse_system(spec)
+    assert hint in str(caught.value)
+
+
+def test_a_name_nothing_resembles_gets_no_suggestion() -> None:
+    from hotset.systems.registry import parse_system
+
+    with pytest.raises(HotsetError) as caught:
+        parse_system("xyzzy")
+    assert "did you mean" not in str(caught.value)

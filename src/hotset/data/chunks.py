@@ -419,12 +419,11 @@ class ChunkLayout:
         layout recorded in id order (a layout whose order is unknown gets the
         default, a shuffle). ``reshuffle`` gives the command that packs it in a
         seeded shuffle instead, whatever its order now (the seed it has, else
-        :data:`DEFAULT_SHUFFLE_SEED`). ``DIR`` stands in for the directory when
-        the layout was not loaded from a local one (packing needs a local copy
-        of a data set behind a URL).
+        :data:`DEFAULT_SHUFFLE_SEED`). ``DIR`` stands in for the data set when the
+        layout does not know where it is (a data set behind a URL is packed in its
+        store: the command names the URL).
         """
-        local = self.dataset is not None and not _is_url(self.dataset)
-        where = shlex.quote(self.dataset) if local and self.dataset is not None else "DIR"
+        where = shlex.quote(self.dataset) if self.dataset is not None else "DIR"
         command = f"hotset data pack {where} --chunk-size {self.chunk_size}"
         if self.shuffle_seed is not None:
             command += f" --shuffle-seed {self.shuffle_seed}"
@@ -435,17 +434,12 @@ class ChunkLayout:
         return command
 
     def repack_advice(self) -> str:
-        """What to run to re-pack, in words (a URL's data set is packed as a local copy;
-        a pack the loader made is deleted, and the next loader makes it again)."""
+        """What to run to re-pack, in words (a pack the loader made is deleted, and the
+        next loader makes it again)."""
         if self.store is not None and self.dataset is not None:
             return (
                 f"delete {self.dataset!r}, the chunk files the loader packed, and the next "
                 "loader packs the data set again"
-            )
-        if self.dataset is not None and _is_url(self.dataset):
-            return (
-                f"re-pack a local copy of it with `{self.repack_command()}` and upload its "
-                "chunks/ folder and chunks.json"
             )
         return f"re-pack it with `{self.repack_command()}`"
 
@@ -827,13 +821,14 @@ def pack_order(n: int, shuffle_seed: int | None) -> IntArray:
 def write_chunks(
     manifest: Manifest,
     store: Store,
-    folder: str | os.PathLike[str],
+    folder: str | os.PathLike[str] | None,
     *,
     chunk_size: int,
     shuffle_seed: int | None,
     progress: bool = False,
     desc: str = "pack",
     dataset: str | None = None,
+    put: Callable[[str, bytes], None] | None = None,
 ) -> ChunkLayout:
     """Write chunk ``c``'s file as ``folder/cNNNNNN.bin`` for every chunk; return the layout.
 
@@ -846,7 +841,9 @@ def write_chunks(
     ``progress`` shows a tqdm bar named ``desc`` on stderr; ``dataset`` is the
     layout's :attr:`ChunkLayout.dataset` (for the commands its messages give).
     :func:`pack_dataset` and :mod:`hotset.data.packdir` both write with it; where
-    the files go and how they replace older ones is theirs.
+    the files go and how they replace older ones is theirs. ``put(key, blob)``, when
+    given, stores each chunk instead (``folder`` is then unused): an object store's
+    PUT, where :mod:`hotset.data.store_pack` packs a data set in place.
     """
     from tqdm import tqdm
 
@@ -858,7 +855,7 @@ def write_chunks(
     keys: list[str] = []
     sizes: list[int] = []
     hashes: list[str] = []
-    out = Path(folder)
+    out = Path(folder) if folder is not None else Path()
     with tqdm(total=n, desc=desc, unit="sample", file=sys.stderr, disable=not progress) as bar:
         for c, start in enumerate(range(0, n, chunk_size)):
             ids = order[start : start + chunk_size]
@@ -872,7 +869,10 @@ def write_chunks(
                 pos += len(data)
             blob = b"".join(datas)
             key = chunk_key(c)
-            write_synced(out / key.split("/", 1)[1], blob)
+            if put is not None:
+                put(key, blob)
+            else:
+                write_synced(out / key.split("/", 1)[1], blob)
             keys.append(key)
             sizes.append(len(blob))
             hashes.append(content_hash(blob))
@@ -933,7 +933,9 @@ def pack_dataset(
     checked against the manifest (:class:`IntegrityError` naming the sample on
     mismatch, and nothing of the old layout is touched). Re-packing replaces the
     whole ``chunks/`` folder, so stale chunk files go. Local datasets only:
-    chunk files are written into the store root.
+    chunk files are written into the store root; a data set in an object store
+    is packed where it is by :func:`hotset.data.store_pack.pack_store` (``hotset
+    data pack URL`` chooses).
     """
     from hotset.data.leftovers import owned_tempdir, reclaim
 
@@ -942,8 +944,8 @@ def pack_dataset(
     text = os.fspath(dataset_dir)
     if _is_url(text):
         raise HotsetError(
-            f"cannot pack {text!r}: packing writes files, so it needs a local dataset "
-            "(pack a local copy, then upload it with its chunks/ folder and chunks.json)"
+            f"cannot pack {text!r} here: pack_dataset writes local files; "
+            "hotset.data.store_pack.pack_store (`hotset data pack URL`) packs it in its store"
         )
     local = Path(text.removeprefix("file://"))
     manifest, store = open_dataset(local)

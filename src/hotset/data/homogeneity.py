@@ -126,13 +126,7 @@ def homogeneity_warning(layout: ChunkLayout, labels: npt.ArrayLike) -> str | Non
         return None
     where = f"the chunks of {layout.dataset!r}" if layout.dataset else "the data set's chunks"
     command = layout.repack_command(reshuffle=True)
-    if layout.dataset is not None and "://" in layout.dataset:
-        advice = (
-            f"re-pack a local copy in a seeded shuffle, `{command}`, and upload its chunks/ "
-            "folder and chunks.json"
-        )
-    else:
-        advice = f"re-pack it in a seeded shuffle: `{command}`"
+    advice = f"re-pack it in a seeded shuffle: `{command}`"  # a URL's set: in its store
     return (
         f"{where} are label-homogeneous: {found.purity:.0%} of their samples share their "
         f"chunk's most common label, where a shuffled layout gives {found.shuffled:.0%} "

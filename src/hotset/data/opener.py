@@ -18,16 +18,36 @@ from hotset.errors import HotsetError
 from hotset.storage.base import Store
 from hotset.storage.local import LocalStore
 
-__all__ = ["dataset_root", "open_dataset"]
+__all__ = ["dataset_root", "is_url", "open_dataset"]
+
+
+def is_url(text: str) -> bool:
+    """Whether ``text`` names a store by URL (``s3://...``), not a local path."""
+    return "://" in text and not text.startswith("file://")
+
+
+def _root_of(path: str | os.PathLike[str], manifest: Manifest) -> str:
+    root = manifest.meta.get("root", ".")
+    if not isinstance(root, str):
+        csv_path, _ = Manifest.paths(path)
+        raise HotsetError(
+            f"{str(csv_path)!r}: dataset metadata root must be a string, got {root!r}"
+        )
+    return root
 
 
 def dataset_root(path: str | os.PathLike[str], manifest: Manifest) -> Path:
-    """Where a local manifest's keys live: its ``meta["root"]`` (relative to the csv's folder)."""
+    """Where a local manifest's keys live: its ``meta["root"]`` (relative to the csv's folder).
+
+    A root that is a URL (a manifest kept locally for data in S3, as ``hotset data
+    import s3://... --out DIR`` writes) is no folder: a :class:`HotsetError` says so.
+    """
     csv_path, _ = Manifest.paths(path)
-    root = manifest.meta.get("root", ".")
-    if not isinstance(root, str):
+    root = _root_of(path, manifest)
+    if is_url(root):
         raise HotsetError(
-            f"{str(csv_path)!r}: dataset metadata root must be a string, got {root!r}"
+            f"{str(csv_path)!r}: the samples are in {root!r}, not in a local folder "
+            "(open it with open_dataset, pack it with `hotset data pack`)"
         )
     return csv_path.parent / root
 
@@ -35,13 +55,15 @@ def dataset_root(path: str | os.PathLike[str], manifest: Manifest) -> Path:
 def open_dataset(dir_or_url: str | os.PathLike[str]) -> tuple[Manifest, Store]:
     """(validated manifest, store holding its keys) for a dataset directory, csv or URL.
 
-    A local path gets a :class:`LocalStore` on the dataset root. Other URL
-    schemes are handed to ``hotset.storage.open_store`` when that exists, and
-    the manifest is read through the store (its two reads are then reset from
-    the store's counters so they only count sample traffic).
+    A local path gets a :class:`LocalStore` on the dataset root, or, when its
+    ``dataset.json`` records a URL as ``root`` (a manifest kept here for data in
+    S3), the store of that URL. Other URL schemes are handed to
+    ``hotset.storage.open_store`` when that exists, and the manifest is read
+    through the store (its reads are then reset from the store's counters so
+    they only count sample traffic).
     """
     text = os.fspath(dir_or_url)
-    if "://" in text and not text.startswith("file://"):
+    if is_url(text):
         opener = getattr(importlib.import_module("hotset.storage"), "open_store", None)
         if opener is None:
             raise HotsetError(f"cannot open {text!r}: no store for URLs is available")
@@ -57,4 +79,9 @@ def open_dataset(dir_or_url: str | os.PathLike[str]) -> tuple[Manifest, Store]:
         return manifest, store
     path = Path(text.removeprefix("file://"))
     manifest = Manifest.load(path)
+    root = _root_of(path, manifest)
+    if is_url(root):
+        from hotset.storage import open_store
+
+        return manifest, open_store(root)
     return manifest, LocalStore(dataset_root(path, manifest))

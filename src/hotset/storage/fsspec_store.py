@@ -1,4 +1,8 @@
-"""Any fsspec URL as a store: ``memory://``, ``file://``, ``s3://`` (with the s3 extra), ...
+"""Any fsspec URL as a store: ``memory://``, ``file://``, ``gs://``, ...
+
+(``open_store`` opens ``s3://`` with :class:`~hotset.storage.s3_store.S3Store`,
+whose requests are counted one GET each; an ``FsspecStore`` of ``s3://`` made
+directly goes through s3fs.)
 
 fsspec is a core dependency, but the back ends behind its protocols (s3fs, gcsfs,
 ...) are optional packages. They are imported by fsspec only when a URL needs
@@ -17,8 +21,13 @@ from hotset.errors import HotsetError
 from hotset.storage.base import StatsCounter, StoreStats, check_key
 from hotset.storage.ranges import Range, check_ranges, coalesce
 
-# Protocols whose optional back end ships as a hotset extra.
-_EXTRAS = {"s3": "s3", "s3a": "s3"}
+# Protocols with a hint of their own: open_store gives s3:// to hotset's S3Store
+# (boto3, the s3 extra); an FsspecStore of s3:// needs fsspec's s3fs.
+_HINTS = {
+    "s3": "pip install s3fs, or open s3:// URLs with hotset.storage.open_store, whose S3 "
+    "store needs only pip install hotset[s3]",
+    "s3a": "pip install s3fs",
+}
 # Object stores: a single PUT is already atomic (readers see all or nothing) and a
 # "rename" is a copy plus a delete, so writing to a temporary first buys nothing.
 # memory:// assigns the whole buffer at once.
@@ -36,11 +45,7 @@ def _protocols(fs: Any) -> tuple[str, ...]:
 
 def _missing_backend(url: str, exc: ImportError) -> HotsetError:
     scheme = url.split("://", 1)[0].split("::")[-1] if "://" in url else url
-    extra = _EXTRAS.get(scheme)
-    if extra is not None:
-        hint = f"pip install hotset[{extra}]"
-    else:
-        hint = f"install the package that provides the fsspec protocol {scheme!r}"
+    hint = _HINTS.get(scheme, f"install the package that provides the fsspec protocol {scheme!r}")
     return HotsetError(f"cannot open {url!r}: {exc} (to fix: {hint})")
 
 
@@ -132,6 +137,10 @@ class FsspecStore:
         nbytes = sum(len(b) for b in fetched.values())
         self._stats.add_read(nbytes, time.perf_counter() - start, count=len(fetched))
         return [fetched[p] for p in paths]
+
+    def range_requests(self, ranges: Sequence[Range]) -> int:
+        """The requests :meth:`read_ranges` counts for ``ranges``: one per coalesced range."""
+        return len(coalesce(ranges)) if ranges else 0
 
     def read_ranges(self, key: str, ranges: Sequence[Range]) -> list[bytes]:
         """Byte ranges of one file through ``fs.cat_ranges`` (concurrent on asynchronous

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from hotset.errors import HotsetError
+from hotset.errors import HotsetError, did_you_mean
 from hotset.storage.throttled import check_link_numbers
 
 
@@ -177,8 +177,8 @@ def get_preset(name: str) -> StorePreset:
         return PRESETS[name]
     except KeyError:
         raise HotsetError(
-            f"unknown store preset {name!r}; choose one of {', '.join(PRESETS)} "
-            "(see `hotset stores`)"
+            f"unknown store preset {name!r}{did_you_mean(name, PRESETS)}; choose one of "
+            f"{', '.join(PRESETS)} (see `hotset stores`)"
         ) from None
 
 

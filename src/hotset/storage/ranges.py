@@ -11,14 +11,21 @@ How requests are counted, honestly:
 
 * :class:`~hotset.storage.local.LocalStore` opens the file once and reads each
   range with ``pread``: one request (one open), its bytes the ranges' bytes;
-* :class:`~hotset.storage.fsspec_store.FsspecStore` hands the ranges to
-  ``cat_ranges``; object stores (S3, GCS, HTTP) answer one range per GET, so it
-  counts one request per *coalesced* range (ranges that touch are merged first);
+* :class:`~hotset.storage.s3_store.S3Store` and
+  :class:`~hotset.storage.fsspec_store.FsspecStore`: object stores (S3, GCS,
+  HTTP) answer one range per GET (S3 answers a multi-range ``Range`` header
+  with the whole object), so they make, and count, one request per *coalesced*
+  range (ranges that touch are merged first);
 * the throttled models charge one request (one latency) moving the ranges'
   bytes: a store that answers a vector of ranges in one round trip (a
   multi-range GET, NFS's pipelined reads, ``preadv``);
 * any other store (a user's Dataset, a test double) has no ranged read: the
   whole file is read and sliced, and counted as the whole read it is.
+
+:func:`range_requests` tells, before reading, how many requests a ranged read
+of a store will make (a store's ``range_requests`` method, through wrappers
+that delegate it, else one), so the loader's report counts the GETs an object
+store really answered, not one per partial unit read.
 
 A range is ``(offset, length)`` with ``offset >= 0`` and ``length >= 0``. A
 range past the end of the file returns fewer bytes (as ``pread`` does); the
@@ -87,6 +94,15 @@ def slice_ranges(data: bytes, ranges: Sequence[Range]) -> list[bytes]:
     return [data[offset : offset + length] for offset, length in ranges]
 
 
+def range_requests(store: object, ranges: Sequence[Range]) -> int:
+    """The requests :func:`read_ranges` of ``store`` makes for ``ranges`` (see the module):
+    the store's own answer where it has a ``range_requests`` method, else one."""
+    count = getattr(store, "range_requests", None)
+    if count is None:
+        return 1
+    return int(count(check_ranges("range_requests", ranges)))
+
+
 def read_ranges(store: object, key: str, ranges: Sequence[Range]) -> list[bytes]:
     """The bytes of each range of ``key``, in the order given.
 
@@ -103,4 +119,12 @@ def read_ranges(store: object, key: str, ranges: Sequence[Range]) -> list[bytes]
     return slice_ranges(read(key), checked)
 
 
-__all__ = ["Range", "RangedStore", "check_ranges", "coalesce", "read_ranges", "slice_ranges"]
+__all__ = [
+    "Range",
+    "RangedStore",
+    "check_ranges",
+    "coalesce",
+    "range_requests",
+    "read_ranges",
+    "slice_ranges",
+]

@@ -1,12 +1,13 @@
 """Open a store from a path or URL, choosing the implementation by URL scheme.
 
 A plain path or ``file://`` is a :class:`LocalStore` (no fsspec overhead);
-``memory://``, ``s3://`` and every other protocol fsspec knows is an
-:class:`FsspecStore`. The scheme is checked here, against this registry and
+``s3://`` is an :class:`~hotset.storage.s3_store.S3Store` (boto3: one counted GET
+per request, see its module for why not fsspec's s3fs); ``memory://`` and every
+other protocol fsspec knows is an :class:`FsspecStore`. The scheme is checked here, against this registry and
 fsspec's table of known protocols, so ``s4://bucket`` fails when the store is
 opened, with the list of schemes that would have worked, rather than somewhere
 inside fsspec at the first read. Back ends stay lazy: naming ``s3://`` imports
-s3fs only when such a store is opened.
+boto3 only when such a store is opened.
 """
 
 from __future__ import annotations
@@ -64,6 +65,33 @@ def _open_local(url: str, **options: Any) -> Store:
     return LocalStore(path, create=create)
 
 
+#: the options :func:`open_store` passes to :class:`~hotset.storage.s3_store.S3Store`
+S3_OPTIONS = (
+    "create",
+    "profile",
+    "endpoint_url",
+    "region",
+    "max_connections",
+    "connect_timeout_s",
+    "read_timeout_s",
+    "addressing_style",
+)
+
+
+def _open_s3(url: str, **options: Any) -> Store:
+    from hotset.errors import did_you_mean
+    from hotset.storage.s3_store import S3Store
+
+    for name in options:
+        if name not in S3_OPTIONS:
+            raise HotsetError(
+                f"s3 store {url!r} takes no option {name!r}{did_you_mean(name, S3_OPTIONS)}; "
+                f"its options are {', '.join(S3_OPTIONS)} (credentials come from the "
+                "environment, never from options)"
+            )
+    return S3Store(url, **options)
+
+
 def _open_fsspec(url: str, **options: Any) -> Store:
     from hotset.storage.fsspec_store import FsspecStore
 
@@ -73,13 +101,15 @@ def _open_fsspec(url: str, **options: Any) -> Store:
 
 register_scheme("file", _open_local)
 register_scheme("local", _open_local)
+register_scheme("s3", _open_s3)
 
 
 def open_store(url_or_path: str | os.PathLike[str], **options: Any) -> Store:
     """Open the store at ``url_or_path``.
 
-    ``create=True`` makes the root if missing; any other option is a fsspec
-    storage option (credentials, ``endpoint_url``, ``anon``) for remote schemes.
+    ``create=True`` makes the root if missing (an S3 bucket); for ``s3://`` the other
+    options are :data:`S3_OPTIONS` (credentials come from the environment only), for
+    other remote schemes fsspec storage options (``endpoint_url``, ``anon``).
     """
     url = os.fspath(url_or_path)
     if not isinstance(url, str):

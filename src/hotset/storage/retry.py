@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 
 from hotset.errors import HotsetError, StorageError
 from hotset.storage.base import StatsCounter, Store, StoreStats
-from hotset.storage.ranges import Range, read_ranges
+from hotset.storage.ranges import Range, range_requests, read_ranges
 
 T = TypeVar("T")
 
@@ -359,6 +359,10 @@ class RetryingStore:
         parts = self._call("reading", key, lambda: read_ranges(self.inner, key, ranges))
         self._stats.add_read(sum(map(len, parts)), time.perf_counter() - t0)
         return parts
+
+    def range_requests(self, ranges: Sequence[Range]) -> int:
+        """The inner store's requests for a ranged read (a retry's are counted in :attr:`retries`)."""
+        return range_requests(self.inner, ranges)
 
     def size(self, key: str) -> int:
         return self._call("sizing", key, lambda: self.inner.size(key))

@@ -15,7 +15,6 @@ parser of the grammar, which every entry point that takes a system goes through.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import re
 from collections.abc import Iterable, Mapping
@@ -24,7 +23,7 @@ from typing import Any
 from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.units import UnitLayout
-from hotset.errors import HotsetError
+from hotset.errors import HotsetError, did_you_mean
 from hotset.systems.base import System, SystemSpec
 from hotset.systems.options import SystemOption, format_value, parse_loose
 
@@ -91,7 +90,9 @@ def get_spec(name: str) -> SystemSpec:
     specs = _all_specs()
     spec = specs.get(name)
     if spec is None:
-        raise HotsetError(f"unknown system {name!r}; choose from {', '.join(specs)}")
+        raise HotsetError(
+            f"unknown system {name!r}{did_you_mean(name, specs)}; choose from {', '.join(specs)}"
+        )
     return spec
 
 
@@ -113,8 +114,7 @@ def _option(name: str, key: str, declared: tuple[SystemOption, ...]) -> SystemOp
     if not declared:
         raise HotsetError(f"system {name!r} takes no options, got {key}")
     names = [o.name for o in declared]
-    near = difflib.get_close_matches(key, names, n=1)
-    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    hint = did_you_mean(key, names)
     raise HotsetError(
         f"system {name!r} has no option {key!r}{hint}; its options are {', '.join(names)} "
         f"(hotset systems --options {name})"

@@ -66,7 +66,7 @@ class BatchMove:
         self.singles: list[int] = plan.reads.tolist()
         self.blobs: dict[int, bytes] = {}
         self.to_read = self._unstaged()
-        #: partial unit reads made (one request each) and the bytes they moved
+        #: requests the partial unit reads made (one each; an object store one per run) and bytes
         self.group_requests = self.group_bytes = self.group_ids = 0
         self.unit_ids: list[int] = plan.unit_reads.tolist()
         # A shared namespace asks the pool first (see hotset.torch.pool): a unit whose
@@ -182,7 +182,7 @@ class BatchMove:
                 groups[u] = mine
         self.to_read = list(todo)
         sizes = self.f.size_list
-        self.group_requests = len(groups)
+        self.group_requests = self.reader.group_requests(groups)  # an object store: its GETs
         self.group_ids = sum(len(ids) for ids in groups.values())
         self.group_bytes = sum(sizes[s] for ids in groups.values() for s in ids)
         return groups

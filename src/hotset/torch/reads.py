@@ -57,7 +57,7 @@ from hotset.engine.units import UnitLayout, member_ranges
 from hotset.errors import HotsetError, IntegrityError
 from hotset.storage.base import Store
 from hotset.storage.local import LocalStore
-from hotset.storage.ranges import read_ranges
+from hotset.storage.ranges import range_requests, read_ranges
 
 #: xxh3-64 as 16 lowercase hex digits: the manifest's ``xxh3`` column and a cache key's hash
 xxh3_hex = xxhash.xxh3_64_hexdigest
@@ -300,6 +300,18 @@ class StoreReader:
             out.append(data)
         return out
 
+    def group_requests(self, groups: dict[int, list[int]]) -> int:
+        """The storage requests these partial unit reads make: one each, except on an
+        object store, which answers one byte range per GET and so makes one request per
+        contiguous run of members (:func:`~hotset.storage.ranges.range_requests`)."""
+        layout = self.layout
+        if layout is None:
+            return len(groups)
+        store = getattr(layout, "store", None) or self.store
+        if not _counts_runs(store):
+            return len(groups)
+        return sum(range_requests(store, member_ranges(layout, u, s)) for u, s in groups.items())
+
     def submit_groups(self, groups: dict[int, list[int]]) -> list[_Reads]:
         """Partial unit reads on the I/O threads: one request (and one task) per unit."""
         pool = self.pool()
@@ -444,6 +456,15 @@ def _user_items(store: Store) -> bool:
     while isinstance(store, RetryingStore):
         store = store.inner
     return isinstance(store, ItemStore) and store.encodes_items
+
+
+def _counts_runs(store: object) -> bool:
+    """Whether ``store`` (behind retries) counts a ranged read's requests itself."""
+    from hotset.storage.retry import RetryingStore
+
+    while isinstance(store, RetryingStore):
+        store = store.inner
+    return hasattr(store, "range_requests")
 
 
 def _on_this_machine(store: Store) -> bool:
