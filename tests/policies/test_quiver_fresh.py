@@ -67,7 +67,7 @@ def test_the_same_reads_as_fixed_stripes_every_sample_once_and_a_new_order(frac:
     assert np.mean(fixed_rho) > 0.8 > 0.3 > abs(np.mean(fresh_rho)), (fixed_rho, fresh_rho)
 
 
-def test_the_deal_is_even_and_the_static_set_stays() -> None:
+def test_the_deal_is_even_and_stratified_and_the_static_set_stays() -> None:
     system = _system(0.4)
     _epochs(system, range(3))
     policy = system.policy
@@ -78,10 +78,18 @@ def test_the_deal_is_even_and_the_static_set_stays() -> None:
     cycling = [u for u in range(len(chunks.members)) if u not in static]
     assert all(int(chunks.chunk_of_unit[u]) < chunks.k for u in cycling)
     assert all(int(chunks.chunk_of_unit[u]) == chunks.k for u in static)
-    parts = chunks.deal(cycling, chunks.k, np.random.default_rng(0))
-    sizes = [sum(chunks.unit_bytes[u] for u in part) for part in parts]
+    k = chunks.k
+    parts = chunks.deal(cycling, k, np.random.default_rng(0))
     assert sorted(u for part in parts for u in part) == sorted(cycling)
-    assert max(sizes) - min(sizes) <= max(chunks.unit_bytes)  # even to within one unit
+    counts = [len(part) for part in parts]
+    assert max(counts) - min(counts) <= 1  # even to within one unit
+    # stratified as the stripes are: each block of k consecutive units, one per chunk
+    where = {u: j for j, part in enumerate(parts) for u in part}
+    ordered = sorted(cycling)
+    for start in range(0, len(ordered) - k + 1, k):
+        assert len({where[u] for u in ordered[start : start + k]}) == k
+    again = chunks.deal(cycling, k, np.random.default_rng(1))
+    assert again != parts  # a new draw each round
 
 
 def test_a_resume_from_an_epoch_start_state_decides_the_same() -> None:

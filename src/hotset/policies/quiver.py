@@ -26,8 +26,9 @@ unused planned ids, :mod:`hotset.policies.quiver_window`). How far each sample m
 (``summary()['displacement_mean']``).
 
 A job alone gets a fresh order every epoch: its chunks are not fixed stripes but
-dealt afresh a round at a time (a seeded shuffle of the load units, cut into chunks
-of even bytes; :class:`~hotset.policies.quiver_chunks.ChunkCycle`), a round being
+dealt afresh a round at a time (one unit of every stretch of the data set to each
+chunk, as a stripe takes them, which chunk drawn anew;
+:class:`~hotset.policies.quiver_chunks.ChunkCycle`), a round being
 dealt as an epoch's last chunk is consumed. Only what the cache holds then is
 served first whatever the order -- the chunk consumed last in one epoch comes first
 in the next -- and each unit is still read once an epoch. ``fresh_order=false``

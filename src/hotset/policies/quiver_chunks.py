@@ -17,7 +17,6 @@ holds at most half of it (the paper's "10% of the data set" is the case of a
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -165,16 +164,24 @@ class StripedChunks:
         self.chunk_bytes[chunk] = sum(self.unit_bytes[u] for u in self.units_of[chunk])
 
     def deal(self, units: Sequence[int], parts: int, rng: np.random.Generator) -> list[list[int]]:
-        """``units`` in ``parts`` chunks of even bytes, in a seeded random order: a shuffle,
-        each unit to the part holding the fewest bytes so far (then the fewest units)."""
-        shuffled = [int(units[i]) for i in rng.permutation(len(units)).tolist()]
-        load = [(0, 0, j) for j in range(max(1, parts))]  # (bytes, units, part): a min-heap
-        dealt: list[list[int]] = [[] for _ in load]
-        for u in shuffled:
-            b, n_u, j = heapq.heappop(load)
-            dealt[j].append(u)
-            heapq.heappush(load, (b + self.unit_bytes[u], n_u + 1, j))
-        return [sorted(d) for d in dealt if d]
+        """``units`` in ``parts`` chunks, stratified as the stripes are, drawn at random.
+
+        The units, in their order, are cut into blocks of ``parts``; each block gives one
+        unit to every chunk, to which chunk drawn afresh (a seeded permutation per
+        block). So a chunk takes one unit of every stretch of the data set, as a stripe
+        does -- on a data set packed in label order a chunk still holds every label,
+        where a plain shuffle of the units gave chunks of a few labels -- while which
+        chunk, and so when in an epoch, a unit comes is drawn anew each round."""
+        ordered = sorted(int(u) for u in units)
+        parts = max(1, min(parts, len(ordered)))
+        dealt: list[list[int]] = [[] for _ in range(parts)]
+        for start in range(0, len(ordered), parts):
+            block = ordered[start : start + parts]
+            slots = rng.permutation(parts)[: len(block)].tolist()
+            for u, j in zip(block, slots, strict=True):
+                dealt[j].append(u)
+        order = rng.permutation(parts).tolist()  # the round's chunks in a drawn order
+        return [dealt[j] for j in order if dealt[j]]
 
     def _recount(self) -> None:
         """Chunk bytes and each id's chunk, from ``units_of`` and ``chunk_of_unit``."""
@@ -225,9 +232,9 @@ class ChunkCycle:
     ``fresh`` (a job alone): the chunks' units are not the fixed stripes but dealt
     afresh, a *round* at a time. A round holds every cycling unit except those of the
     chunks in the cache when it is dealt -- they are served first whatever the order,
-    at the start of the next epoch -- cut into chunks of even bytes in a seeded random
-    order (:meth:`StripedChunks.deal`); each chunk the cycle starts takes the round's
-    next part. A round is dealt when the last one is used up, which is when an epoch's
+    at the start of the next epoch -- cut into chunks stratified as the stripes are,
+    each unit's chunk drawn at random (:meth:`StripedChunks.deal`); each chunk the
+    cycle starts takes the round's next part. A round is dealt when the last one is used up, which is when an epoch's
     last chunk is being consumed, so the next epoch's order is drawn anew: with fixed
     stripes each sample came at the same point of every epoch (consecutive epochs
     correlated at rho 0.96-1.00). Each unit is still read once an epoch.
