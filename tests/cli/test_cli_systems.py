@@ -101,6 +101,7 @@ def test_options_json_and_a_system_without_options() -> None:
         ("placement", "bool", False),
         ("min_benefit", "number", 1.1),
         ("reprobe_epochs", "int", 0),
+        ("fresh_order", "bool", True),
     ]
     code, out = run_cli("systems", "--options", "lru")
     assert (code, out.strip()) == (0, "system 'lru' takes no options")
