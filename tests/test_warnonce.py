@@ -56,3 +56,27 @@ def test_warn_once_by_text() -> None:
         warn_once("hotset: other text", RuntimeWarning)
     assert [str(w.message) for w in shown] == ["hotset: one text", "hotset: other text"]
     assert all(w.category is RuntimeWarning for w in shown)
+
+
+def test_torchs_worker_count_warning_once_for_dataloaders_made_and_iterated_again() -> None:
+    """torch warns of more workers than cores when a DataLoader is made and again at each
+    iter(); the baseline's DataLoaders (as the loader's) show it once per process."""
+    import os
+
+    import numpy as np
+
+    from hotset.bench.loader import MemoryStore
+    from hotset.bench.torch_baseline import PlainDataset, dataloader, untuned
+    from hotset.warnonce import call_once_warned
+
+    workers = (os.cpu_count() or 1) + 1
+    ds = PlainDataset(MemoryStore({"a": b"x"}), ["a"], np.zeros(1, dtype=np.int64), decode=False)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        for _ in range(3):
+            dl = dataloader(ds, untuned(workers=workers), batch_size=1, seed=0)
+            with warnings.catch_warnings():  # hotset's own resets Python's memory of warnings
+                warnings.simplefilter("ignore")
+            assert len(list(call_once_warned(lambda dl=dl: iter(dl)))) == 1
+    texts = [str(w.message) for w in shown if "worker processes in total" in str(w.message)]
+    assert len(texts) == 1, texts

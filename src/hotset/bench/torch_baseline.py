@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from hotset.errors import HotsetError
+from hotset.warnonce import call_once_warned
 
 #: the name of the tuned row in every table, and of the labelled untuned one
 TUNED, UNTUNED = "torch", "torch-untuned"
@@ -150,12 +151,14 @@ def dataloader(dataset: PlainDataset, baseline: Baseline, *, batch_size: int, se
     kwargs: dict[str, Any] = {}
     if baseline.workers:
         kwargs["prefetch_factor"] = baseline.prefetch_factor
-    return DataLoader(
-        dataset,  # type: ignore[arg-type]  # map-style by duck typing, as users write it
-        batch_size=batch_size,
-        shuffle=True,
-        num_workers=baseline.workers,
-        generator=torch.Generator().manual_seed(seed),
-        pin_memory=baseline.pin_memory,
-        **kwargs,
+    return call_once_warned(  # torch warns of more workers than cores on every one made
+        lambda: DataLoader(
+            dataset,  # type: ignore[arg-type]  # map-style by duck typing, as users write it
+            batch_size=batch_size,
+            shuffle=True,
+            num_workers=baseline.workers,
+            generator=torch.Generator().manual_seed(seed),
+            pin_memory=baseline.pin_memory,
+            **kwargs,
+        )
     )

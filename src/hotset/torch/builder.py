@@ -81,7 +81,7 @@ from hotset.torch.user import is_unhashed, unhashed_verify_error
 from hotset.torch.workers import WorkerInit
 from hotset.torch.workerseed import Reseed
 from hotset.units import parse_budget
-from hotset.warnonce import warn_once
+from hotset.warnonce import call_once_warned, warn_once
 
 __all__ = ["LoaderParts", "as_hotset_dataset", "build", "resolve_auto", "resolve_cache"]
 
@@ -645,18 +645,22 @@ def _dataloader(
     """A stock DataLoader whose items are whole plans (automatic batching off).
 
     ``persistent`` is ``persistent_workers`` as given, else decided by the start
-    method (:func:`hotset.torch.forksafe.keeps_workers`).
+    method (:func:`hotset.torch.forksafe.keeps_workers`). Built under
+    :func:`~hotset.warnonce.call_once_warned`: torch warns of more workers than cores
+    on every DataLoader made, as on every iter().
     """
-    return DataLoader(
-        fetcher,
-        batch_size=None,
-        sampler=sampler,
-        num_workers=options.num_workers,
-        collate_fn=identity_collate,
-        pin_memory=options.pin_memory,
-        persistent_workers=persistent,
-        prefetch_factor=options.prefetch_factor,
-        timeout=options.timeout,
-        multiprocessing_context=context,
-        worker_init_fn=worker_init,
+    return call_once_warned(
+        lambda: DataLoader(
+            fetcher,
+            batch_size=None,
+            sampler=sampler,
+            num_workers=options.num_workers,
+            collate_fn=identity_collate,
+            pin_memory=options.pin_memory,
+            persistent_workers=persistent,
+            prefetch_factor=options.prefetch_factor,
+            timeout=options.timeout,
+            multiprocessing_context=context,
+            worker_init_fn=worker_init,
+        )
     )
