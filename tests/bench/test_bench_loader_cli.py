@@ -104,3 +104,22 @@ def test_runs_with_other_rows_are_not_combined() -> None:
         median_of_runs([a, b])
     with pytest.raises(HotsetError, match="no runs"):
         median_of_runs([])
+
+
+def test_the_untuned_dataloader_is_a_labelled_row_and_ratios_stay_against_the_tuned(
+    tmp_path: Path,
+) -> None:
+    main(
+        [
+            "bench", "loader", "--root", str(tmp_path), "--latency-ms", "1", "--concurrency",
+            "4", "--n", "128", "--epochs", "1", "--workers", "1", "--batch-size", "32",
+            "--compute-ms", "0", "--systems", "pytorch", "--torch-untuned", "--json",
+        ]
+    )  # fmt: skip
+    doc = json.loads((tmp_path / "benchmarks" / "results" / "loader.json").read_text())
+    rows = {r["name"]: r for r in doc["result"]["table"]}
+    assert list(rows) == ["torch", "torch-untuned", "pytorch", "no-io"]
+    assert rows["torch"]["vs_torch"] == 1.0 and rows["torch"]["requests_in_flight"] >= 4
+    assert rows["torch-untuned"]["requests_in_flight"] == 1
+    expected = round(rows["torch-untuned"]["samples_per_s"] / rows["torch"]["samples_per_s"], 3)
+    assert rows["torch-untuned"]["vs_torch"] == expected

@@ -7,7 +7,7 @@ real DataLoader workers, a fixed compute sleep per batch) on a synthetic set
 packed as §3.2 says (a seeded shuffle cut into chunks):
 
 * ``part=main``: 2 and 10 ms per request, 10% and 20% cache, chunks of 64: the
-  plain DataLoader (``torch``), hotset without a cache (``pytorch``), ``brand``
+  tuned DataLoader (``torch``), hotset without a cache (``pytorch``), ``brand``
   and ``no-io`` (bytes already in memory);
 * ``part=chunk sweep``: brand at the first latency (2 ms) and the smallest cache
   share (10%) for chunk sizes 8 to 128.

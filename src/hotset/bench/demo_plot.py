@@ -1,7 +1,7 @@
 """The demo's picture: four panels a person reads in ten seconds.
 
 Served from cache (exact hits and substitutions stacked, never merged), bytes
-read from the store per epoch, samples/s over the plain DataLoader with the
+read from the store per epoch, samples/s over the tuned DataLoader with the
 repeats' spread, and the simulated accuracy with the coverage written on it.
 """
 

