@@ -4,7 +4,8 @@ Each situation a user can recognise (how their store is limited, whether their
 data may be packed into chunks, whether their training loop returns
 per-sample losses) picks cells of ``benchmarks/results/matrix.json`` and the
 systems that can run there; the winner is the fastest (median samples/s over
-the plain DataLoader, geometric mean over the situation's cells) among the
+the tuned DataLoader, :mod:`hotset.bench.torch_baseline`; geometric mean over the
+situation's cells) among the
 systems that did not win by training less: a system qualifies only where the
 live simulator's coverage is at least :data:`MIN_COVERAGE` of the ids per epoch
 and its accuracy within :data:`MAX_ACC_LOSS_PT` points of full-data ``pytorch``, or
@@ -127,7 +128,7 @@ def _figure(mine: list[Row]) -> str:
     if len(mine) == 1:
         r = mine[0]
         return (
-            f"{r['vs_torch']:.2f}x torch ({r['vs_torch_min']:.2f}-{r['vs_torch_max']:.2f}), "
+            f"{r['vs_torch']:.2f}x tuned torch ({r['vs_torch_min']:.2f}-{r['vs_torch_max']:.2f}), "
             f"{r['vs_no_io']:.2f} of no-I/O; accuracy {r.get('sim_acc_delta_pt', 0):+.1f} pt, "
             f"coverage {r.get('sim_distinct_share', 1):.0%}"
         )
@@ -135,7 +136,7 @@ def _figure(mine: list[Row]) -> str:
     hi = max(r["vs_torch"] for r in mine)
     worst = min(r.get("sim_acc_delta_pt") or 0.0 for r in mine)
     return (
-        f"{_geomean([r['vs_torch'] for r in mine]):.2f}x torch (geometric mean of "
+        f"{_geomean([r['vs_torch'] for r in mine]):.2f}x tuned torch (geometric mean of "
         f"{len(mine)} cells, {lo:.2f}-{hi:.2f}); accuracy at worst {worst:+.1f} pt"
     )
 
