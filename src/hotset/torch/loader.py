@@ -868,6 +868,12 @@ class HotsetLoader(Checkpoints):
         Coverage counts the samples trained: one served with a loss weight of 0
         (``base``'s unselected samples) was read and delivered but trains nothing."""
         self._packages.consumed()  # its packages were read: the files can go
+        self._packages.read_lost(
+            info.pop("packages_lost", 0),
+            info.pop("package_member_reads", 0),
+            info.pop("package_lost_reason", ""),
+        )
+        info.pop("package_member_bytes", None)
         self._planner.cache_lost(info.pop("lost_ids", ()), info.pop("cache_unreachable", False))
         stats.add(info, stall)
         if info["skipped"]:
