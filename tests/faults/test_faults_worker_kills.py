@@ -30,7 +30,7 @@ from hotset.data import SynthConfig, make_synth
 from hotset.errors import HotsetError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "torch"))
-from worker_probe import probe_collate  # noqa: E402  (importable by a fork server's workers)
+from worker_probe import probe_collate  # importable by a fork server's workers
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs SIGCHLD")
 

@@ -132,7 +132,7 @@ def _refused_then_compared(system: str, root: Path, tmp: Path, breakage: str) ->
         it, twin_it = _started(loader), _started(twin)
         bad = copy.deepcopy(unpack(loader.state_dict()))  # plain values to break
         BREAKAGES[breakage](bad)
-        with pytest.raises(HotsetError, match="loader state|state"):
+        with pytest.raises(HotsetError, match=r"state"):
             loader.load_state_dict(bad)
         assert _rest(loader, it, 1) == _rest(twin, twin_it, 1), "the running epoch changed"
         assert _epoch(loader, 2) == _epoch(twin, 2), "the next epoch changed"
