@@ -111,6 +111,10 @@ class WorkerWatch:
         if self._workers:
             _watches.add(self)
 
+    def pids(self) -> list[int]:
+        """The pids of this iterator's workers (empty without workers)."""
+        return [int(w.pid) for w in self._workers if w.pid is not None]
+
     def owns(self, pids: set[int]) -> bool:
         """Whether any of ``pids`` is one of this iterator's workers (any, without them)."""
         mine = {w.pid for w in self._workers}
