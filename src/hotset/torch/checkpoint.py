@@ -6,8 +6,11 @@ and the feedback given so far this epoch. Mid-epoch, the System's state is the
 one the epoch *began* with: a resume replays the epoch's plans and feedback up
 to where it stopped (:meth:`~hotset.engine.planner.Planner.replay`), so the
 resumed epoch makes the decisions the interrupted one made. A state is checked
-whole before anything of it is restored (:mod:`hotset.torch.state`), and a
-restore that fails half-way puts the loader back as it was.
+whole before anything of it is restored: its fields (:mod:`hotset.torch.state`),
+then the whole restore, rehearsed on scratch parts (:mod:`hotset.torch.restorecheck`),
+so a refused state leaves the loader exactly as it was -- its running iterator, its
+cache, its next batches. A restore that still failed half-way (it should not) puts
+back the state the loader had, as before.
 
 What a state is made of (version 2): plain Python values and uint8 tensors,
 nothing else, so ``torch.load`` reads it with its default ``weights_only=True``
