@@ -171,3 +171,28 @@ def test_a_refusal_with_workers_keeps_the_running_epoch(dataset_dir: Path, tmp_p
             loader.load_state_dict(bad)
         assert _rest(loader, it, 1) == _rest(twin, twin_it, 1)
         assert _epoch(loader, 2) == _epoch(twin, 2)
+
+
+@pytest.mark.parametrize(
+    ("system", "key", "value"),
+    [
+        ("quiver", "resident", [0, -1]),  # numpy would wrap -1 to the last id
+        ("quiver", "resident", [0.5]),  # int() cut it to 0
+        ("brand", "filled", [-1]),
+        ("brand", "slots", [[-2]]),
+        ("scout", "resident", [-1]),
+    ],
+)
+def test_a_policys_ids_out_of_range_are_refused_and_change_nothing(
+    dataset_dir: Path, packed: Path, tmp_path: Path, system: str, key: str, value: Any
+) -> None:
+    root = packed if capabilities_of(system).reads_units else dataset_dir
+
+    def breakage(state: dict[str, Any]) -> None:
+        state["system_state"]["policy"][key] = value
+
+    BREAKAGES[f"{system}-{key}"] = breakage
+    try:
+        _refused_then_compared(system, root, tmp_path, f"{system}-{key}")
+    finally:
+        del BREAKAGES[f"{system}-{key}"]
