@@ -59,6 +59,19 @@ def parse_bytes(value: int | float | str, *, name: str = "size") -> int:
         )
     if number < 0:
         raise HotsetError(f"{name}: must be non-negative, got {value!r}")
+    if isinstance(value, str) and unit in ("", "b") and number != int(number):
+        # "0.9" used to be 0 bytes: a string without a unit is a count of whole bytes
+        fraction = float(number)
+        hint = (
+            f"for a fraction of the data set give {name}={fraction!r} (a float) or a "
+            f"percentage ('{fraction * 100:g}%'); "
+            if 0 < fraction <= 1
+            else ""
+        )
+        raise HotsetError(
+            f"{name}={value!r}: a string without a unit is a byte count, and bytes are "
+            f"whole; {hint}for bytes give a unit ('{value.strip()}gb')"
+        )
     result = int(number * _UNITS[unit])
     if result > MAX_BYTES:
         raise HotsetError(f"{name}: {value!r:.80} is too large (more than {MAX_BYTES} bytes)")

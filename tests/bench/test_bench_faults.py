@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hotset.bench.faults import run
+from hotset.bench.faults_recovery import SCENARIOS as RECOVERY
 from hotset.bench.faults_security import _fill, _tmpfs
 from hotset.storage.local import LocalStore
 
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="ne
 def test_every_scenario_runs_and_loses_nothing() -> None:
     result = run(n=400, runs=1)
     rows = {row["scenario"]: row for row in result["table"]}
-    assert set(rows) == {
+    assert set(RECOVERY) <= set(rows)
+    assert set(rows) - set(RECOVERY) == {
         "storage-5%-oserror",
         "storage-1%-timeout",
         "redis-killed",
@@ -55,6 +57,13 @@ def test_every_scenario_runs_and_loses_nothing() -> None:
         if row["runs"]:  # a tmpfs could be mounted (root): the fallback really ran
             assert row["package_write_errors"] > 0, row  # the fault landed in every run
             assert row["package_fallback_reads"] > 0, row
+    # recovery (hotset.bench.faults_recovery): 10 kills at runs=1, 40 at the default 4
+    kills = rows["worker-killed-at-random"]
+    assert kills["runs"] == 10 and kills["raw_exceptions"] == kills["hangs"] == 0, kills
+    assert kills["named_errors"] > 0 and kills["unnamed_errors"] == 0, kills
+    assert rows["package-lost-mid-run"]["packages_lost"] > 0
+    assert rows["undecodable-entries-verify-off"]["integrity_errors"] > 0
+    assert rows["refused-state"]["batches_differ"] == rows["refused-state"]["accepted"] == 0
 
 
 def test_a_full_package_dir_stays_full_when_the_loader_deletes_a_package(

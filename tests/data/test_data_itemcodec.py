@@ -276,3 +276,75 @@ def test_big_and_special_numbers() -> None:
     for value in (math.inf, -math.inf, -0.0, 5e-324):
         assert struct.pack("<d", decode_item(encode_item(value))) == struct.pack("<d", value)
     assert math.isnan(decode_item(encode_item(math.nan)))
+
+
+# -- memory amplification ----------------------------------------------------------------
+
+
+def _rss_growth(fn: Any) -> int:
+    """Bytes the process's resident set grew by while ``fn`` ran (and its result lived)."""
+    import gc
+
+    def rss() -> int:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * 4096
+
+    gc.collect()
+    before = rss()
+    kept = fn()
+    grown = rss() - before
+    del kept
+    return grown
+
+
+def _zero_d_tensors(count: int) -> bytes:
+    """A list of ``count`` 0-d int8 tensors, spelled as the encoder would (forged: the
+    encoder refuses it now); 4 bytes each."""
+    one = bytes((13, 2, 0, 1))  # _TENSOR, int8, 0 dimensions, the value
+    return MAGIC + bytes((8,)) + struct.pack("<Q", count) + one * count
+
+
+def test_a_list_of_0d_tensors_is_refused_before_it_takes_memory() -> None:
+    """It decoded to about 151x its bytes before (a forged 100 MB entry: 15 GB)."""
+    from hotset.data.itemcodec import AMPLIFICATION_ALLOWANCE, MAX_AMPLIFICATION
+
+    data = _zero_d_tensors(300_000)  # 1.2 MB
+    with pytest.raises(ItemDecodeError, match="too many small objects"):
+        decode_item(data)
+
+    def refused() -> None:
+        with pytest.raises(ItemDecodeError):
+            decode_item(data)
+
+    assert _rss_growth(refused) < 8 << 20  # refused before it allocated (it took 180 MB)
+    # the encoder refuses to write one, naming the item and the way out
+    with pytest.raises(HotsetError, match=r"many small tensors.*torch.stack"):
+        encode_item([torch.tensor(1, dtype=torch.int8) for _ in range(300_000)])
+    # a few are fine (the allowance), as is one tensor of the same values
+    small = [torch.tensor(i, dtype=torch.int8) for i in range(100)]
+    assert [int(t) for t in decode_item(encode_item(small))] == list(range(100))
+    big = torch.zeros(300_000, dtype=torch.int8)
+    assert torch.equal(decode_item(encode_item(big)), big)
+    assert MAX_AMPLIFICATION * len(data) + AMPLIFICATION_ALLOWANCE < 151 * len(data)
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        [None] * 200_000,
+        list(range(200_000)),
+        [float(i) for i in range(100_000)],
+        {str(i): i for i in range(50_000)},
+        [np.float32(i) for i in range(50_000)],
+        (torch.rand(3, 64, 64), 7, {"name": "x" * 100, "mask": np.ones((64, 64), bool)}),
+    ],
+    ids=["nones", "ints", "floats", "dict", "numpy-scalars", "image-item"],
+)
+def test_what_the_encoder_accepts_decodes_within_the_bound(item: Any) -> None:
+    """Encoder and decoder charge alike: every accepted item decodes, and its measured
+    growth stays within the bound the codec promises."""
+    from hotset.data.itemcodec import AMPLIFICATION_ALLOWANCE, MAX_AMPLIFICATION
+
+    data = encode_item(item)
+    grown = _rss_growth(lambda: decode_item(data))
+    assert grown <= MAX_AMPLIFICATION * len(data) + AMPLIFICATION_ALLOWANCE, grown / len(data)

@@ -69,9 +69,7 @@ def _setup(tmp_path: Path) -> tuple[GatedStore, PackingThread, PackageSet, list[
 
 
 def _plan(packs: list[int], reads: list[int]) -> Any:
-    return SimpleNamespace(
-        packs=np.asarray(packs, dtype=np.int64), unit_reads=np.asarray(reads, dtype=np.int64)
-    )
+    return _batch_plan(packs=packs, unit_reads=reads, reads=[], puts=[])
 
 
 def test_a_package_is_written_behind_the_plan_that_defines_it(tmp_path: Path) -> None:
@@ -191,6 +189,7 @@ def test_a_package_that_cannot_be_written_is_read_as_its_members(tmp_path: Path)
     assert thread.summary() == {
         "package_write_errors": 1,
         "packages_not_written": 2,
+        "packages_lost": 0,
         "package_fallback_reads": 3,
         "package_delete_errors": 0,
     }

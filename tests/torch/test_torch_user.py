@@ -201,7 +201,7 @@ def test_a_pickle_planted_in_redis_runs_no_code(
         # decoder refuses it: either way it is read again from storage, and counted.
         ld.set_epoch(1)
         for x, _, ids, _ in ld:
-            inputs = x[0] if mode == "sizes" else x  # unmeasured: whole (input, label) items
-            assert torch.equal(inputs, torch.stack([folder[i][0] for i in ids.tolist()]))
+            # unmeasured (sizes=) too, x is the inputs: it was [inputs, labels] before
+            assert torch.equal(x, torch.stack([folder[i][0] for i in ids.tolist()]))
         assert ld.report()[1]["integrity_errors"] == len(folder)
     assert not canary.exists(), "a pickle read back from the cache ran code"

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from hotset.bench.fault_epochs import epoch_row, read_files
+from hotset.bench.faults_recovery import run_recovery
 from hotset.bench.faults_security import run_security
 from hotset.errors import HotsetError, IntegrityError
 from hotset.storage.local import LocalStore
@@ -441,4 +442,5 @@ def run(*, n: int = 2000, runs: int = 4, progress: bool = False) -> dict[str, An
         say("integrity")
         rows += _integrity(root)
         rows += run_security(root, runs=runs, say=say)
+        rows += run_recovery(root, runs=runs, say=say)
     return {"n": n, "runs": runs, "table": rows}

@@ -152,9 +152,13 @@ def _int_array(name: str, value: object) -> IntArray:
 def check_chunk_size(chunk_size: object) -> int:
     """``chunk_size`` if it is an integer >= 1 (samples per chunk), else a named error."""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer):
-        raise HotsetError(f"chunk_size: must be an integer >= 1, got {chunk_size!r}")
+        raise HotsetError(f"chunk_size: must be an integer >= 1, got {_show(chunk_size)}")
     if chunk_size < 1:
         raise HotsetError(f"chunk_size: must be an integer >= 1, got {chunk_size!r}")
+    if chunk_size > _INT64_MAX:  # no int64 field holds it: a damaged chunks.json
+        raise HotsetError(
+            f"chunk_size: must be at most 2**63 - 1 (a 64-bit integer), got {_show(chunk_size)}"
+        )
     return int(chunk_size)
 
 
@@ -575,9 +579,7 @@ class ChunkLayout:
             chunk_of[ids] = c
             offset[ids] = offs
             length[ids] = lens
-        chunk_size = doc.get("chunk_size")
-        if type(chunk_size) is not int:
-            raise HotsetError(f"chunk_size: must be an integer >= 1, got {_show(chunk_size)}")
+        chunk_size = check_chunk_size(doc.get("chunk_size"))
         return cls(
             chunk_of=chunk_of,
             offset=offset,

@@ -20,6 +20,16 @@ and ``tuple``/``list``/``dict`` (``str`` or ``int`` keys) of these, at most
 back as something else. Anything else is a :class:`~hotset.errors.HotsetError`
 naming the type and where in the item it sits.
 
+Memory is bounded too. A decoded value costs more than its encoding: a 0-d tensor
+is 4 bytes encoded and several hundred bytes of Python and torch objects decoded, so
+a list of them took 151x its bytes (a forged entry of 100 MB would ask for 15 GB).
+Each value is charged an estimate of what it takes decoded (:func:`_charge`: its
+payload plus a fixed overhead per object, most for tensors and arrays), and an item
+is refused -- by the encoder, naming it, and by the decoder, before allocating past
+the bound -- when the total exceeds :data:`MAX_AMPLIFICATION` times its encoded bytes
+plus :data:`AMPLIFICATION_ALLOWANCE`. Encoder and decoder charge the same, so every
+item the encoder accepts decodes.
+
 Decoding accepts exactly the bytes the encoder writes (one spelling per value:
 no trailing bytes, no repeated dict keys, ints in the one length the encoder
 gives them, bools as 0/1), so bytes that decode re-encode to themselves.
@@ -41,7 +51,15 @@ import numpy as np
 
 from hotset.errors import HotsetError, IntegrityError
 
-__all__ = ["MAGIC", "MAX_DEPTH", "ItemDecodeError", "decode_item", "encode_item"]
+__all__ = [
+    "AMPLIFICATION_ALLOWANCE",
+    "MAGIC",
+    "MAX_AMPLIFICATION",
+    "MAX_DEPTH",
+    "ItemDecodeError",
+    "decode_item",
+    "encode_item",
+]
 
 #: the first bytes of every encoding (version 1): a pickle or other bytes fail at once
 MAGIC = b"HSI\x01"
@@ -51,6 +69,12 @@ MAX_DEPTH = 32
 MAX_NDIM = 32
 #: no dimension of a decoded array is larger (bounds empty arrays of huge shape)
 MAX_DIM = 1 << 40
+#: a decoded item takes at most this many times its encoded bytes (estimated, see the
+#: module docstring), plus the allowance below
+MAX_AMPLIFICATION = 16
+#: what any item may take decoded beyond MAX_AMPLIFICATION times its bytes (a few
+#: tensors or objects of a small item)
+AMPLIFICATION_ALLOWANCE = 1 << 20
 
 _NONE, _FALSE, _TRUE, _INT64, _BIGINT, _FLOAT = 0, 1, 2, 3, 4, 5
 _STR, _BYTES, _LIST, _TUPLE, _DICT, _ARRAY, _SCALAR, _TENSOR = 6, 7, 8, 9, 10, 11, 12, 13
@@ -76,6 +100,48 @@ _TYPES_HELD = (
 )
 
 
+#: estimated bytes a decoded value takes beyond its payload, by tag (CPython and torch
+#: objects, rounded up; a container's slots are charged per element, see _charge)
+_OVERHEAD = {
+    _NONE: 8,
+    _FALSE: 8,
+    _TRUE: 8,
+    _INT64: 32,
+    _BIGINT: 40,
+    _FLOAT: 32,
+    _STR: 64,
+    _BYTES: 48,
+    _LIST: 64,
+    _TUPLE: 64,
+    _DICT: 240,
+    _ARRAY: 128,
+    _SCALAR: 64,
+    _TENSOR: 640,
+}
+#: a container's cost per element (a pointer), and a dict's per entry on top
+_SLOT, _DICT_ENTRY = 8, 64
+
+
+def _charge(tag: int, payload: int, elements: int = 0) -> int:
+    """What a decoded value of ``tag`` is estimated to take: its overhead, its payload
+    bytes (a str's, an array's data) and its container slots; the same for both sides."""
+    extra = elements * (_SLOT + (_DICT_ENTRY if tag == _DICT else 0))
+    return _OVERHEAD[tag] + payload + extra
+
+
+def _bound(encoded: int) -> int:
+    """The most an item of ``encoded`` bytes may take decoded."""
+    return MAX_AMPLIFICATION * encoded + AMPLIFICATION_ALLOWANCE
+
+
+class _Parts(list[Any]):
+    """The encoder's output pieces, and the decoded cost charged so far."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cost = 0
+
+
 class ItemDecodeError(IntegrityError):
     """Bytes that are not a valid item encoding (a malformed or forged entry)."""
 
@@ -99,26 +165,41 @@ def encode_item(item: Any, *, where: str = "item") -> bytes:
 
     ``where`` names the item in the error an unsupported type raises.
     """
-    parts: list[Any] = [MAGIC]
+    parts = _Parts()
+    parts.append(MAGIC)
     _encode(item, parts, where, 0)
-    return b"".join(parts)
+    data = b"".join(parts)
+    if parts.cost > _bound(len(data)):
+        raise HotsetError(
+            f"cannot cache {where}: decoded it would take about {parts.cost} bytes, "
+            f"{parts.cost / len(data):.0f}x its {len(data)} encoded bytes (at most "
+            f"{MAX_AMPLIFICATION}x plus {AMPLIFICATION_ALLOWANCE} bytes): many small tensors, "
+            "arrays or objects (a list of 0-d tensors, say); return them as one tensor or "
+            "array (torch.stack, torch.tensor(list)) instead"
+        )
+    return data
 
 
-def _encode(obj: Any, parts: list[Any], where: str, depth: int) -> None:
+def _encode(obj: Any, parts: _Parts, where: str, depth: int) -> None:
     kind = type(obj)
     if obj is None:
         parts.append(bytes((_NONE,)))
+        parts.cost += _charge(_NONE, 0)
     elif kind is bool:
         parts.append(bytes((_TRUE if obj else _FALSE,)))
+        parts.cost += _charge(_TRUE, 0)
     elif kind is int:
         _encode_int(obj, parts)
     elif kind is float:
         parts += (bytes((_FLOAT,)), _F64.pack(obj))
+        parts.cost += _charge(_FLOAT, 0)
     elif kind is str:
         data = obj.encode("utf-8", "surrogatepass")
         parts += (bytes((_STR,)), _U64.pack(len(data)), data)
+        parts.cost += _charge(_STR, len(data))
     elif kind is bytes:
         parts += (bytes((_BYTES,)), _U64.pack(len(obj)), obj)
+        parts.cost += _charge(_BYTES, len(obj))
     elif kind in (list, tuple, dict):
         _encode_container(obj, parts, where, depth)
     elif kind is np.ndarray:
@@ -131,15 +212,17 @@ def _encode(obj: Any, parts: list[Any], where: str, depth: int) -> None:
         raise _unsupported(obj, where)
 
 
-def _encode_int(value: int, parts: list[Any]) -> None:
+def _encode_int(value: int, parts: _Parts) -> None:
     if _INT64_MIN <= value <= _INT64_MAX:
         parts += (bytes((_INT64,)), _I64.pack(value))
+        parts.cost += _charge(_INT64, 0)
         return
     data = value.to_bytes(value.bit_length() // 8 + 1, "little", signed=True)
     parts += (bytes((_BIGINT,)), _U64.pack(len(data)), data)
+    parts.cost += _charge(_BIGINT, len(data))
 
 
-def _encode_container(obj: Any, parts: list[Any], where: str, depth: int) -> None:
+def _encode_container(obj: Any, parts: _Parts, where: str, depth: int) -> None:
     if depth >= MAX_DEPTH:
         raise HotsetError(
             f"cannot cache {where}: containers nest more than {MAX_DEPTH} deep "
@@ -147,19 +230,22 @@ def _encode_container(obj: Any, parts: list[Any], where: str, depth: int) -> Non
         )
     if type(obj) is dict:
         parts += (bytes((_DICT,)), _U64.pack(len(obj)))
+        parts.cost += _charge(_DICT, 0, len(obj))
         for key, value in obj.items():
             if type(key) not in (str, int):
                 raise _unsupported(key, f"a key of {where}", " (dict keys must be str or int)")
             _encode(key, parts, f"a key of {where}", depth + 1)
             _encode(value, parts, f"{where}[{key!r}]", depth + 1)
         return
-    parts += (bytes((_LIST if type(obj) is list else _TUPLE,)), _U64.pack(len(obj)))
+    tag = _LIST if type(obj) is list else _TUPLE
+    parts += (bytes((tag,)), _U64.pack(len(obj)))
+    parts.cost += _charge(tag, 0, len(obj))
     for i, value in enumerate(obj):
         _encode(value, parts, f"{where}[{i}]", depth + 1)
 
 
 def _encode_array(
-    tag: int, array: np.ndarray, parts: list[Any], where: str, *, shown: object = None
+    tag: int, array: np.ndarray, parts: _Parts, where: str, *, shown: object = None
 ) -> None:
     """An array (or a numpy scalar's 0-d array, ``shown`` in errors) of an allowed dtype."""
     code = _CODE.get((array.dtype.kind, array.dtype.itemsize))
@@ -175,8 +261,9 @@ def _encode_array(
     _array_parts(tag, code, array, parts)
 
 
-def _array_parts(tag: int, code: int, array: np.ndarray, parts: list[Any]) -> None:
+def _array_parts(tag: int, code: int, array: np.ndarray, parts: _Parts) -> None:
     parts += (bytes((tag, code, array.ndim)), *map(_U64.pack, array.shape))
+    parts.cost += _charge(tag, array.nbytes)
     if array.size:
         parts.append(array)  # C-contiguous: join copies its buffer as it is
 
@@ -186,7 +273,7 @@ def _is_tensor(obj: object) -> bool:
     return torch is not None and isinstance(obj, torch.Tensor)
 
 
-def _encode_tensor(tensor: Any, parts: list[Any], where: str) -> None:
+def _encode_tensor(tensor: Any, parts: _Parts, where: str) -> None:
     import torch
 
     if type(tensor) is not torch.Tensor:
@@ -217,6 +304,18 @@ class _Reader:
         self.view = memoryview(data).cast("B")
         self.size = len(self.view)
         self.pos = 0
+        #: what the values decoded so far take (estimated), and the most they may
+        self.cost = 0
+        self.bound = _bound(self.size)
+
+    def charge(self, tag: int, payload: int, elements: int = 0) -> None:
+        """Count a value about to be made; past the bound, the input is refused."""
+        self.cost += _charge(tag, payload, elements)
+        if self.cost > self.bound:
+            raise _Malformed(
+                f"decoded it would take over {self.bound} bytes ({MAX_AMPLIFICATION}x its "
+                f"{self.size} bytes plus {AMPLIFICATION_ALLOWANCE}): too many small objects"
+            )
 
     def _advance(self, n: int) -> int:
         """Where ``n`` bytes start; the cursor moves past them (if the input holds them)."""
@@ -272,6 +371,8 @@ def decode_item(data: bytes | bytearray | memoryview, *, where: str = "item") ->
 
 def _decode(reader: _Reader, depth: int) -> Any:
     tag = reader.byte()
+    if tag in (_NONE, _FALSE, _TRUE, _INT64, _FLOAT):
+        reader.charge(tag, 0)
     if tag == _NONE:
         return None
     if tag in (_FALSE, _TRUE):
@@ -282,10 +383,10 @@ def _decode(reader: _Reader, depth: int) -> Any:
         return _decode_bigint(reader)
     if tag == _FLOAT:
         return _F64.unpack(reader.take(8))[0]
-    if tag == _STR:
-        return str(reader.take(reader.length("a str")), "utf-8", "surrogatepass")
-    if tag == _BYTES:
-        return bytes(reader.take(reader.length("bytes")))
+    if tag in (_STR, _BYTES):
+        raw = reader.take(reader.length("a str" if tag == _STR else "bytes"))
+        reader.charge(tag, len(raw))
+        return str(raw, "utf-8", "surrogatepass") if tag == _STR else bytes(raw)
     if tag in (_LIST, _TUPLE, _DICT):
         return _decode_container(tag, reader, depth)
     if tag in (_ARRAY, _SCALAR, _TENSOR):
@@ -297,6 +398,7 @@ def _decode_bigint(reader: _Reader) -> int:
     """An int beyond 64 bits, in the one spelling the encoder writes (minimal length)."""
     at = reader.pos
     raw = reader.take(reader.length("an int"))
+    reader.charge(_BIGINT, len(raw))
     value = int.from_bytes(raw, "little", signed=True)
     if _INT64_MIN <= value <= _INT64_MAX or len(raw) != value.bit_length() // 8 + 1:
         raise _Malformed(f"an int at offset {at} is not in its canonical form")
@@ -307,10 +409,14 @@ def _decode_container(tag: int, reader: _Reader, depth: int) -> Any:
     if depth >= MAX_DEPTH:
         raise _Malformed(f"containers nest more than {MAX_DEPTH} deep")
     if tag != _DICT:
-        values = [_decode(reader, depth + 1) for _ in range(reader.length("a sequence"))]
+        n = reader.length("a sequence")
+        reader.charge(tag, 0, n)
+        values = [_decode(reader, depth + 1) for _ in range(n)]
         return values if tag == _LIST else tuple(values)
     out: dict[Any, Any] = {}
-    for _ in range(reader.length("a dict", 2)):
+    n = reader.length("a dict", 2)
+    reader.charge(_DICT, 0, n)
+    for _ in range(n):
         at = reader.pos
         key = _decode(reader, depth + 1)
         if type(key) not in (str, int) or key in out:
@@ -329,7 +435,9 @@ def _decode_array(tag: int, reader: _Reader) -> Any:
     if any(d > MAX_DIM for d in shape) or math.prod(max(d, 1) for d in shape) > MAX_DIM:
         raise _Malformed(f"shape {shape} is larger than any array this encodes")
     dtype = _DTYPES[code] if code < _BF16 else _DTYPES[3]  # bfloat16 travels as int16 bits
-    raw = reader.take(math.prod(shape) * dtype.itemsize)
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = reader.take(nbytes)  # a view: nothing allocated before the charge
+    reader.charge(tag, nbytes)
     # a copy: aligned, writable memory of its own, not a view into the cached bytes
     array = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
     if code == 0 and array.size and array.view(np.uint8).max() > 1:

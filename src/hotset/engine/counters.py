@@ -31,6 +31,8 @@ import numpy as np
 from hotset.engine.arrays import IntArray
 from hotset.engine.outcome import Outcome
 from hotset.engine.plan import BatchPlan
+from hotset.engine.state_ids import state_ids
+from hotset.errors import HotsetError
 
 #: the per-epoch counters, in the order every JSON row and table shows them
 COUNTER_KEYS = (
@@ -132,7 +134,14 @@ class Coverage:
         return {"epoch": np.flatnonzero(self._epoch), "ever": np.flatnonzero(self._ever)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`; every id is checked first (an id of -1 wrapped to
+        the last id before, a float was truncated), and a refusal changes nothing."""
+        for key in ("epoch", "ever"):
+            if key not in state:
+                raise HotsetError(f"loader state: coverage lacks {key!r}")
+        epoch = state_ids(state["epoch"], self.n, "loader state: coverage['epoch']")
+        ever = state_ids(state["ever"], self.n, "loader state: coverage['ever']")
         self._epoch[:] = False
         self._ever[:] = False
-        self._epoch[np.asarray(state["epoch"], dtype=np.int64)] = True
-        self._ever[np.asarray(state["ever"], dtype=np.int64)] = True
+        self._epoch[epoch] = True
+        self._ever[ever] = True

@@ -64,6 +64,10 @@ class BatchPlan:
     #: (iteration, base seed) the loader gives the plans of an epoch whose workers it kept
     #: from an earlier one: they reseed from it as fresh ones would (hotset.torch.workerseed)
     worker_seed: tuple[int, int] | None = None
+    #: members of the packages this batch may read (its package reads and the packages it
+    #: serves from the cache), attached by the loader: a package file that is gone or
+    #: unreadable when read is replaced by reads of these (hotset.torch.reads)
+    unit_members: dict[int, IntArray] = field(default_factory=dict)
     #: positions of the HIT outcomes that were the first use of bytes fetched ahead
     #: (:mod:`hotset.engine.ahead`): counted as fetched ahead, not as exact hits
     ahead_hits: IntArray = field(default_factory=lambda: _EMPTY_IDS)

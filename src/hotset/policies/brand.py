@@ -39,6 +39,7 @@ from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.outcome import Decision, Outcome
 from hotset.engine.policy import Policy
+from hotset.engine.state_ids import state_ids
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 
@@ -216,14 +217,37 @@ class Brand(Policy):
             "counters": [self.wasted_bytes, self.chunk_reads, self.overdrawn, self.chunk_bytes],
         }
 
+    def _checked_slots(self, saved: Any, n: int) -> list[list[int]]:
+        """The saved slots: as many groups as this layout has, each a list of sample ids
+        or -1 (empty), every id in range; anything else names the group."""
+        if not isinstance(saved, list | tuple | np.ndarray) or len(saved) != len(self._slots):
+            got = len(saved) if isinstance(saved, list | tuple | np.ndarray) else saved
+            raise HotsetError(
+                f"brand state: slots must hold {len(self._slots)} groups, got {got!r:.60}"
+            )
+        out = []
+        for g, row in enumerate(saved):
+            arr = np.asarray(row) if isinstance(row, list | tuple | np.ndarray) else None
+            ok = arr is not None and arr.ndim == 1 and (not arr.size or arr.dtype.kind in "iu")
+            if not ok or (arr is not None and arr.size and not -1 <= arr.min() <= arr.max() < n):
+                raise HotsetError(
+                    f"brand state: slots[{g}] must list sample ids in 0..{n - 1} or -1, "
+                    f"got {row!r:.60}"
+                )
+            out.append([int(f) for f in row])
+        return out
+
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if state.get("policy") != self.name:
             raise HotsetError(f"state is for {state.get('policy')!r}, not {self.name!r}")
+        n = len(self._filled)
+        filled = state_ids(state["filled"], n, "brand state: filled")  # -1 wrapped before
+        slots = self._checked_slots(state["slots"], n)
         self.epoch = int(state["epoch"])
-        self._filled = [False] * len(self._filled)
-        for i in state["filled"]:
-            self._filled[int(i)] = True
-        self._slots = [[int(f) for f in row] for row in state["slots"]]
+        self._filled = [False] * n
+        for i in filled.tolist():
+            self._filled[i] = True
+        self._slots = slots
         self.rng.bit_generator.state = state["rng"]
         counters = [int(v) for v in state["counters"]] + [0]  # states before chunk_bytes had 3
         self.wasted_bytes, self.chunk_reads, self.overdrawn, self.chunk_bytes = counters[:4]

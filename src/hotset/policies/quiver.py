@@ -79,6 +79,7 @@ from hotset.engine.capabilities import Capabilities
 from hotset.engine.outcome import Decision
 from hotset.engine.packages import Background
 from hotset.engine.policy import EvictionGroups, Policy
+from hotset.engine.state_ids import state_ids
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.policies.quiver_chunks import ChunkCycle, StripedChunks
@@ -419,9 +420,31 @@ class Quiver(Policy):
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`. The plain fields are checked before anything
+        changes: ``resident`` replaced by ``{}`` was taken for "nothing held" before, a
+        float or negative id cut or wrapped to another id."""
         for key in ("resident", "cycle", "batches_done", "counters"):
             if key not in state:
                 raise HotsetError(f"quiver state: missing {key!r}")
+        sizes = self.budget.sizes
+        resident = state_ids(
+            state["resident"], None if sizes is None else len(sizes), "quiver state: resident"
+        )
+        counters = state["counters"]
+        if not isinstance(counters, list | tuple | np.ndarray) or len(counters) != len(_COUNTERS):
+            raise HotsetError(
+                f"quiver state: counters must be a list of {len(_COUNTERS)} numbers, got "
+                f"{counters!r:.60}"
+            )
+        named = [
+            (f"counters[{i}] ({c})", v)
+            for i, ((_, c), v) in enumerate(zip(_COUNTERS, counters, strict=True))
+        ]
+        for field, value in [("batches_done", state["batches_done"]), *named]:
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+                raise HotsetError(
+                    f"quiver state: {field} must be a non-negative integer, got {value!r:.60}"
+                )
         joined = state.get("joined", 0)  # a state saved before joining existed started at 0
         self.cycle.joined = None if joined is None else int(joined)
         loop = self.placement.state
@@ -433,7 +456,7 @@ class Quiver(Policy):
                 )
             loop.load_state(state["loop"])
             self.cycle.forget()
-        self.holdings.restore(state["resident"])
+        self.holdings.restore(resident.tolist())
         if state["cycle"] is not None:
             self._cycle_for(None).load_state(state["cycle"])
         self.batches_done = int(state["batches_done"])

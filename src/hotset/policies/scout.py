@@ -75,6 +75,7 @@ from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.outcome import Decision, Outcome
 from hotset.engine.policy import Policy
+from hotset.engine.state_ids import state_ids
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 
@@ -392,7 +393,9 @@ class Scout(Policy):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         try:
-            resident = [int(i) for i in state["resident"]]
+            sizes = self.budget.sizes
+            n = None if sizes is None else len(sizes)
+            resident = state_ids(state["resident"], n, "scout state: resident").tolist()
             scores = state["scores"]
             counts = {k: int(state["counts"][k]) for k in _COUNTS}
             epoch = int(state["epoch"])

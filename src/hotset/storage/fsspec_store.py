@@ -49,6 +49,13 @@ def _missing_backend(url: str, exc: ImportError) -> HotsetError:
     return HotsetError(f"cannot open {url!r}: {exc} (to fix: {hint})")
 
 
+def _open_failed(url: str, exc: Exception) -> HotsetError:
+    """Opening ``url`` failed in its back end (a host that does not resolve or refuses,
+    a server error): named, instead of a bare ``socket.gaierror`` from deep inside."""
+    reason = str(exc) or type(exc).__name__
+    return HotsetError(f"cannot open {url!r}: {type(exc).__name__}: {reason}")
+
+
 class FsspecStore:
     """Files under an fsspec URL; counts requests, bytes and wall seconds.
 
@@ -80,20 +87,27 @@ class FsspecStore:
             fs, root = url_to_fs(url, **dict(storage_options or {}))
         except ImportError as exc:
             raise _missing_backend(url, exc) from None
-        except ValueError as exc:
-            raise HotsetError(f"cannot open {url!r}: {exc}") from None
+        except HotsetError:
+            raise
+        except Exception as exc:  # a back end that connects when made (ftp://: gaierror)
+            raise _open_failed(url, exc) from None
         self.fs: Any = fs
         self._protocols = _protocols(fs)
         self._root = str(root).rstrip("/")
         self._prefix = self._root + "/"
         self._atomic_put = any(p in _ATOMIC_PUT for p in self._protocols)
         self._batch = bool(getattr(fs, "async_impl", False))
-        if create:
-            self.fs.makedirs(self._root or "/", exist_ok=True)
-        elif self._root and not self.fs.isdir(self._root):
-            raise HotsetError(
-                f"store root {url!r} is not a directory (pass create=True to make it)"
-            )
+        try:
+            if create:
+                self.fs.makedirs(self._root or "/", exist_ok=True)
+            elif self._root and not self.fs.isdir(self._root):
+                raise HotsetError(
+                    f"store root {url!r} is not a directory (pass create=True to make it)"
+                )
+        except HotsetError:
+            raise
+        except Exception as exc:  # the first request: an unreachable host, a refusal
+            raise _open_failed(url, exc) from None
         self._stats = StatsCounter()
 
     @property

@@ -6,8 +6,11 @@ and the feedback given so far this epoch. Mid-epoch, the System's state is the
 one the epoch *began* with: a resume replays the epoch's plans and feedback up
 to where it stopped (:meth:`~hotset.engine.planner.Planner.replay`), so the
 resumed epoch makes the decisions the interrupted one made. A state is checked
-whole before anything of it is restored (:mod:`hotset.torch.state`), and a
-restore that fails half-way puts the loader back as it was.
+whole before anything of it is restored: its fields (:mod:`hotset.torch.state`),
+then the whole restore, rehearsed on scratch parts (:mod:`hotset.torch.restorecheck`),
+so a refused state leaves the loader exactly as it was -- its running iterator, its
+cache, its next batches. A restore that still failed half-way (it should not) puts
+back the state the loader had, as before.
 
 What a state is made of (version 2): plain Python values and uint8 tensors,
 nothing else, so ``torch.load`` reads it with its default ``weights_only=True``
@@ -30,13 +33,17 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.engine.counters import Coverage
-from hotset.engine.feedback import Feedback
 from hotset.engine.planner import Planner
+from hotset.engine.state_ids import state_ids
 from hotset.errors import HotsetError
 from hotset.systems.base import System
+from hotset.torch.dataset import HotsetDataset
+from hotset.torch.options import LoaderOptions
 from hotset.torch.report import EpochStats
+from hotset.torch.restorecheck import Rehearsal, system_like
 from hotset.torch.state import check_loader_state, readable_state
 from hotset.torch.statecodec import pack
+from hotset.torch.systemstate import feedback_rows, load_system_state, predicted_ids, system_state
 
 __all__ = ["STATE_VERSION", "Checkpoints", "load_system_state", "system_state"]
 
@@ -44,47 +51,13 @@ __all__ = ["STATE_VERSION", "Checkpoints", "load_system_state", "system_state"]
 STATE_VERSION = 2
 
 
-def system_state(system: System) -> dict[str, Any]:
-    """Everything of a System that changes while it runs (sampler/scorer are pure)."""
-    try:
-        policy = system.policy.state_dict()
-    except NotImplementedError as exc:
-        raise HotsetError(f"system {system.name!r}: {exc}; its loader cannot checkpoint") from None
-    return {  # the table first: a policy's copy of its scores then packs as a reference
-        "table": system.table.state_dict(),
-        "policy": policy,
-        "val_accuracy": list(system.val_accuracy),
-        "train_loss": list(system.train_loss),
-    }
-
-
-def load_system_state(system: System, state: Mapping[str, Any]) -> None:
-    """Restore :func:`system_state`; a policy holding more than its budget is refused."""
-    for key in ("policy", "table", "val_accuracy", "train_loss"):
-        if key not in state:
-            raise HotsetError(f"loader state: system state lacks {key!r}")
-    try:
-        system.policy.load_state_dict(state["policy"])
-    except NotImplementedError as exc:
-        raise HotsetError(f"system {system.name!r}: {exc}") from None
-    policy = system.policy
-    if not policy.budget.fits(int(policy.used_bytes), int(policy.used_items)):
-        raise HotsetError(
-            f"loader state: the {policy.name} policy holds {policy.used_bytes} bytes "
-            f"({policy.used_items} items), over this loader's cache budget of "
-            f"{policy.budget.capacity_bytes} bytes: resume with the cache= of the run "
-            "that saved it"
-        )
-    system.table.load_state_dict(state["table"])
-    system.val_accuracy[:] = [float(v) for v in state["val_accuracy"]]
-    system.train_loss[:] = [float(v) for v in state["train_loss"]]
-
-
 class Checkpoints:
     """The loader's :meth:`state_dict` and :meth:`load_state_dict` (a mixin of
     :class:`~hotset.torch.loader.HotsetLoader`, which owns the fields below)."""
 
     system: System
+    options: LoaderOptions
+    data: HotsetDataset
     batch_size: int
     seed: int
     rank: int
@@ -151,26 +124,11 @@ class Checkpoints:
         return {
             "tags": tags,
             "lengths": lengths,
-            "ids_minus_order": ids - self._predicted(tags, lengths),
+            "ids_minus_order": ids
+            - predicted_ids(self._planner.order, self.batch_size, tags, lengths),
             "losses": losses,
             "applied_at": np.asarray(fb["applied_at"], dtype=np.int64),
         }
-
-    def _predicted(self, tags: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]) -> Any:
-        """The ids each ``update`` call is expected to report: its batch's, in order.
-
-        Call ``i`` (tagged with the batch the loop held, ``lengths[i]`` ids) is
-        expected to report ``order[tag * batch_size + j]`` for its ``j``-th id;
-        past the end of the order, 0.
-        """
-        order = self._planner.order
-        total = int(lengths.sum())
-        start = tags * self.batch_size - (np.cumsum(lengths) - lengths)
-        at = np.repeat(start, lengths) + np.arange(total, dtype=np.int64)
-        inside = (at >= 0) & (at < len(order))
-        out = np.zeros(total, dtype=np.int64)
-        out[inside] = order[at[inside]]
-        return out
 
     def _identity(self) -> dict[str, Any]:
         """What a state must share with this loader to resume in it, the budget this
@@ -187,6 +145,20 @@ class Checkpoints:
             "cache_bytes": None if cap is None else int(cap),
         }
 
+    def _rehearsal(self) -> Rehearsal:
+        """Scratch parts like this loader's, to rehearse a state on (hotset.torch.restorecheck)."""
+        planner, n = self._planner, len(self._outstanding)
+        return Rehearsal(
+            fresh_system=system_like(self.system, self.options, n, self.data.layout),
+            n=n,
+            batch_size=self.batch_size,
+            lag=self.lag,
+            drop_last=planner.drop_last,
+            sizes=planner.sizes,
+            rank=self.rank,
+            world_size=self.world_size,
+        )
+
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume from :meth:`state_dict`; the next ``iter`` continues where it stopped.
 
@@ -197,6 +169,7 @@ class Checkpoints:
         """
         state = readable_state(state)
         check_loader_state(state, self._identity())
+        self._rehearsal().check(state)  # the whole restore, on scratch parts first
         try:
             before: dict[str, Any] | None = self._raw_state()
         except HotsetError:
@@ -218,7 +191,8 @@ class Checkpoints:
         self._stop_iteration()
         load_system_state(self.system, state["system_state"])
         # optional: states saved before it existed count such uses as exact hits
-        self._planner.ahead.load(np.asarray(state.get("fetched_ahead", ()), dtype=np.int64))
+        ahead = state_ids(state.get("fetched_ahead", []), None, "loader state: fetched_ahead")
+        self._planner.ahead.load(ahead)
         self._history = [EpochStats.from_state(s) for s in state["history"]]
         self._coverage.load_state_dict(state["coverage"])
         self._current = None
@@ -239,7 +213,9 @@ class Checkpoints:
         self._begin_epoch(epoch)
         self._epoch_set = bool(state["epoch_set"])
         self._pending_val = state["pending_val"]
-        feedback, applied_at = self._feedback_rows(state["feedback"])
+        feedback, applied_at = feedback_rows(
+            state["feedback"], self._planner.order, self.batch_size, len(self._outstanding)
+        )
         yielded = int(state["yielded"])
         if yielded > self._planner.n_batches:
             raise HotsetError(
@@ -254,32 +230,3 @@ class Checkpoints:
             self._current = EpochStats.from_state(state["current"])
         self._status = state["status"]
         self._resumed = True
-
-    def _feedback_rows(self, fb: Mapping[str, Any]) -> tuple[list[Feedback], list[int]]:
-        """The epoch's feedback calls and where each was applied, from either form."""
-        applied_at = [int(a) for a in fb["applied_at"]]
-        if "ids_minus_order" not in fb:  # version 1: one (ids, losses) pair per call
-            rows = zip(fb["tags"], fb["ids"], fb["losses"], strict=True)
-            return [
-                Feedback(int(t), np.asarray(i, dtype=np.int64), np.asarray(v, dtype=np.float64))
-                for t, i, v in rows
-            ], applied_at
-        tags = np.asarray(fb["tags"], dtype=np.int64)
-        if not len(tags):
-            return [], applied_at
-        lengths = np.asarray(fb["lengths"], dtype=np.int64)
-        ids = np.asarray(fb["ids_minus_order"], dtype=np.int64) + self._predicted(tags, lengths)
-        n = len(self._outstanding)
-        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= n):
-            raise HotsetError(
-                f"loader state: feedback names a sample id outside 0..{n - 1}; it does not "
-                "belong to this epoch's order"
-            )
-        losses = np.asarray(fb["losses"], dtype=np.float64)
-        cuts = np.cumsum(lengths)[:-1]
-        return [
-            Feedback(int(t), i, v)
-            for t, i, v in zip(
-                tags.tolist(), np.split(ids, cuts), np.split(losses, cuts), strict=True
-            )
-        ], applied_at

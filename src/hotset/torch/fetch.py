@@ -242,6 +242,7 @@ class BatchFetcher(_TorchDataset):
             self.reseed(plan.worker_seed)  # before the batch's transforms draw
         start = time.perf_counter()
         blobs, info = self._move_bytes(plan)
+        cached = set(info.pop("cached_ids"))
         info["io_seconds"] = time.perf_counter() - start
         served = plan.served
         weights = plan.weights
@@ -265,7 +266,7 @@ class BatchFetcher(_TorchDataset):
             x = [blobs[sid] for sid in served.tolist()]  # what collate makes of bytes
         y = self.labels[served]  # arrays, not tensors: see step 4 of the module docstring
         if self.vision is None and not self.samples.passes_bytes:
-            decoded = self.samples.decode_all(served.tolist(), blobs, info)
+            decoded = self.samples.decode_all(served.tolist(), blobs, info, cached)
             x, y = self.collate(decoded, y)  # a collate_fn's y (mixup's, one-hot) is the batch's
         ids = served.copy()
         w = weights.astype(np.float32)

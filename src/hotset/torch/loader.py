@@ -65,7 +65,6 @@ import contextlib
 import dataclasses
 import inspect
 import math
-import re
 import threading
 import time
 import warnings
@@ -101,6 +100,7 @@ from hotset.torch.picklehint import start_workers
 from hotset.torch.ranks import active_world, gather_evaluated, merge_epoch
 from hotset.torch.report import EpochStats
 from hotset.torch.state import check_epoch
+from hotset.torch.workerdeath import WorkerWatch, guard_sigchld, looks_like_death
 from hotset.torch.workerseed import draw_base_seed
 
 __all__ = [
@@ -115,11 +115,8 @@ __all__ = [
     "system_state",
 ]
 
-#: torch's message when a worker process is gone ("DataLoader worker (pid(s) 12)
-#: exited unexpectedly", "... is killed by signal: Killed.")
-_WORKER_DIED = re.compile(r"DataLoader worker \(pid")
-#: torch's prefix of an error raised in a worker and re-raised here (user code's own)
-_RAISED_IN_WORKER = "in DataLoader worker process"
+#: whether an error says a DataLoader worker died, by its message (hotset.torch.workerdeath)
+_worker_died = looks_like_death
 
 
 def _pins_memory() -> bool:
@@ -129,22 +126,6 @@ def _pins_memory() -> bool:
         return False
     device = torch.accelerator.current_accelerator()
     return device is None or device.type != "mps"
-
-
-def _worker_died(exc: BaseException) -> bool:
-    """Whether ``exc`` says a worker process is gone, not that its code failed.
-
-    torch reports a dead worker as a RuntimeError naming its pid; but when the dead
-    worker had already queued a batch, taking that batch's tensors over its file
-    descriptors fails first, with a bare EOFError or ConnectionError. An error the
-    worker's own code raised (the user's ``read=``, say) arrives re-raised with torch's
-    "Caught ... in DataLoader worker process" message, and is not a death.
-    """
-    if isinstance(exc, RuntimeError):
-        return bool(_WORKER_DIED.search(str(exc)))
-    if isinstance(exc, EOFError | ConnectionError):
-        return _RAISED_IN_WORKER not in str(exc)
-    return False
 
 
 class HotsetLoader(Checkpoints):
@@ -208,6 +189,8 @@ class HotsetLoader(Checkpoints):
         self._pin_labels = self.options.pin_memory and _pins_memory()
         #: iter() calls on ``_dataloader``: after the first, kept workers are reseeded
         self._dataloader_iters = 0
+        #: the running iteration's workers, and a death noticed among them
+        self._watch = WorkerWatch(None)
 
     def _init_epochs(self, n: int) -> None:
         """No epoch begun yet: the bookkeeping an epoch fills and a checkpoint saves."""
@@ -778,20 +761,28 @@ class HotsetLoader(Checkpoints):
         """``iter(dataloader)``: its workers started, or kept ones told a new epoch begins.
 
         A kept worker that died while idle between epochs (the out-of-memory killer)
-        fails that iter() before any plan of the epoch is made, so fresh workers
-        start the epoch instead, as they would have without keeping.
+        is replaced before the epoch asks anything of it; one whose death shows only
+        when iter() fails is replaced then. Either way fresh workers start the epoch,
+        as they would have without keeping. The workers are watched from here
+        (:mod:`hotset.torch.workerdeath`).
         """
+        if dataloader.persistent_workers and self._watch.dead():
+            self._renew_kept_workers()
+            assert self._dataloader is not None
+            dataloader = self._dataloader
         self._seed_kept_workers(dataloader)
         try:
             it = start_workers(dataloader, self.data, self.options)  # names an unpicklable one
-        except RuntimeError as exc:
-            if not (_WORKER_DIED.search(str(exc)) and dataloader.persistent_workers):
+        except Exception as exc:
+            if not (dataloader.persistent_workers and self._watch.death_of(exc)):
                 raise
             self._renew_kept_workers()
             assert self._dataloader is not None
             self._seed_kept_workers(self._dataloader)
             it = start_workers(self._dataloader, self.data, self.options)
         self._dataloader_iters += 1
+        self._watch = WorkerWatch(it)
+        guard_sigchld()  # after iter(): torch installs its handler there
         return it
 
     def _seed_kept_workers(self, dataloader: DataLoader[Any]) -> None:
@@ -820,29 +811,40 @@ class HotsetLoader(Checkpoints):
         )
 
     def _next_batch(self, it: Iterator[Any]) -> tuple[Any, Any, Any, Any, dict[str, Any]] | None:
-        """The next fetched batch, None at the epoch's end; a fetch's error raised as it is."""
+        """The next fetched batch, None at the epoch's end; a fetch's error raised as it is,
+        a dead worker as a HotsetError naming it (:mod:`hotset.torch.workerdeath`)."""
+        watch = self._watch
+        if watch.noticed is not None and self._yielded < self._planner.n_batches:
+            self._worker_lost(", ".join(watch.dead()) or str(watch.noticed), watch.noticed)
         try:
-            batch = next(it)
+            with watch.waiting():
+                batch = next(it)
         except StopIteration:
             return None
         except BaseException as exc:
-            if not (self.num_workers and _worker_died(exc)):
+            died = watch.death_of(exc) if self.num_workers else None
+            if died is None:
                 self._renew_kept_workers()
                 raise
-            # The worker may have died holding the cache-write turn: abandon
-            # now, so the others stop at once rather than at their timeout.
-            self._abandon_unwritten(clear=False)
-            self._renew_kept_workers()
-            raise HotsetError(
-                f"{exc}: a DataLoader worker died (killed, or by the out-of-memory "
-                "killer); the epoch's unwritten batches were abandoned and the "
-                "loader can be closed, resumed from a state_dict or iterated again"
-            ) from exc
+            self._worker_lost(died, exc)
         if isinstance(batch, HotsetError):
             # returned by the fetcher, not raised (see hotset.torch.fetch): the
             # user sees the error itself, not torch's wrapper around its traceback
             raise batch
         return batch
+
+    def _worker_lost(self, what: str, cause: BaseException) -> None:
+        """Raise the death of a worker (``what``: which, and how it died), the loader ready
+        to be closed, resumed or iterated again."""
+        # The worker may have died holding the cache-write turn: abandon
+        # now, so the others stop at once rather than at their timeout.
+        self._abandon_unwritten(clear=False)
+        self._renew_kept_workers()
+        raise HotsetError(
+            f"{what}: a DataLoader worker died (killed, or by the out-of-memory "
+            "killer); the epoch's unwritten batches were abandoned and the "
+            "loader can be closed, resumed from a state_dict or iterated again"
+        ) from cause
 
     def _renew_kept_workers(self) -> None:
         """After an error from the DataLoader, workers it keeps across epochs are not
@@ -866,6 +868,12 @@ class HotsetLoader(Checkpoints):
         Coverage counts the samples trained: one served with a loss weight of 0
         (``base``'s unselected samples) was read and delivered but trains nothing."""
         self._packages.consumed()  # its packages were read: the files can go
+        self._packages.read_lost(
+            info.pop("packages_lost", 0),
+            info.pop("package_member_reads", 0),
+            info.pop("package_lost_reason", ""),
+        )
+        info.pop("package_member_bytes", None)
         self._planner.cache_lost(info.pop("lost_ids", ()), info.pop("cache_unreachable", False))
         stats.add(info, stall)
         if info["skipped"]:

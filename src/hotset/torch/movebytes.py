@@ -63,6 +63,7 @@ class BatchMove:
         self.f = fetcher
         self.plan = plan
         self.reader = fetcher.reader
+        self.reader.unit_members = plan.unit_members  # before any unit read is submitted
         self.singles: list[int] = plan.reads.tolist()
         self.blobs: dict[int, bytes] = {}
         self.to_read = self._unstaged()
@@ -100,6 +101,9 @@ class BatchMove:
         self.pool_bytes = 0
         #: the keys the batch asked the cache for: its hits, then its cached units
         self.asked: list[CacheKey] = []
+        #: ids whose bytes came from the cache or the pool, not storage: bytes that do not
+        #: decode are read again from storage (hotset.torch.samples)
+        self.from_cache: list[int] = []
 
     def _unstaged(self) -> list[int]:
         """The single reads read-ahead has not staged; the staged bytes taken."""
@@ -202,6 +206,11 @@ class BatchMove:
             )
             self.pooled, self.to_read = found.found, found.missing
             self.pooled_units, self.pool_bytes = found.units, found.nbytes
+            self.from_cache += found.found
+            layout = f.layout
+            if found.units and layout is not None:
+                for u in found.units:
+                    self.from_cache += [s for s in layout.members(u).tolist() if s in self.blobs]
         if pool_units:
             skip = set(self.pooled_units)
             if turn.ok:
@@ -239,6 +248,7 @@ class BatchMove:
                 self.rebuild_ids.append(sid)
             else:
                 self.blobs[sid] = data
+                self.from_cache.append(sid)
         for u, whole in zip(self.cached_units, got[len(self.cached) :], strict=True):
             parts = None if whole is None else self.reader.split_cached(u, whole)
             if whole is None or parts is None:
@@ -248,6 +258,7 @@ class BatchMove:
             else:
                 self.unit_raw[u] = whole
                 self.blobs.update(parts)
+                self.from_cache += parts
 
     def _cached(self) -> tuple[list[int], list[int]]:
         """(sample ids, units) this batch serves from the cache, not from its own reads.
@@ -304,16 +315,24 @@ class BatchMove:
 
     def info(self) -> dict[str, Any]:
         """What the batch did, for the loader's report (read-ahead's and prefetch's
-        requests are counted by the loader)."""
+        requests are counted by the loader). Packages made again from their members
+        count those reads as storage requests and bytes (``packages_lost``, taken off by
+        the loader for its package summary)."""
         sizes = self.f.size_list  # every read was checked against these
+        lost = self.reader.take_package_counts()
         return {
-            "storage_requests": len(self.to_read) + len(self.unit_reads) + self.group_requests,
+            **lost,
+            "storage_requests": len(self.to_read)
+            + len(self.unit_reads)
+            + self.group_requests
+            + lost["package_member_reads"],
             "unit_reads": len(self.unit_reads),
             "pack_reads": self.plan.pack_requests,
             "pack_bytes": self.plan.pack_bytes,
             "storage_bytes": sum([sizes[s] for s in self.to_read])
             + self.unit_bytes
-            + self.group_bytes,
+            + self.group_bytes
+            + lost["package_member_bytes"],
             "staged_reads": len(self.singles) - len(self.to_read) - self.group_ids,
             "rebuild_reads": len(self.rebuild_ids) + len(self.rebuild_units),
             "rebuild_bytes": sum([sizes[s] for s in self.rebuild_ids]) + self.rebuild_unit_bytes,
@@ -335,6 +354,7 @@ class BatchMove:
             - len(self.degraded_ids)
             - len(self.degraded_units),
             "wait_seconds": self.wait_s,
+            "cached_ids": self.from_cache,  # taken off in the worker (hotset.torch.fetch)
             **self.losses(),
         }
 

@@ -61,6 +61,30 @@ def _check_int(name: str, value: object, low: int) -> int:
     return int(value)
 
 
+def max_workers() -> int:
+    """The most DataLoader workers a loader starts: 8 per CPU, at least 32.
+
+    Each worker is a process with its own interpreter, I/O threads and copy-on-write
+    share of the data set's arrays; ``num_workers=1_000_000`` was accepted and forked
+    until the machine killed the job. Workers only move bytes (the decisions are made in
+    the main process), so more of them than this buys nothing; for more reads in flight
+    per worker there is ``io_threads``.
+    """
+    return max(32, 8 * (os.cpu_count() or 1))
+
+
+def _check_workers(value: object) -> int:
+    workers = _check_int("num_workers", value, 0)
+    cap = max_workers()
+    if workers > cap:
+        raise HotsetError(
+            f"num_workers={workers} is more than this machine's {cap} (8 per CPU, at least "
+            "32): each worker is a process; workers only move bytes, so give fewer, and "
+            "io_threads= for more reads in flight per worker"
+        )
+    return workers
+
+
 def _check_bool(name: str, value: object) -> bool:
     """Only True/False: ``verify="no"`` is truthy and would silently mean the opposite."""
     if not isinstance(value, bool | np.bool_):
@@ -175,7 +199,8 @@ class LoaderOptions:
     num_workers: int = field(
         default=0,
         metadata=_doc(
-            "DataLoader worker processes; 0 fetches in the main process. Workers move bytes only."
+            "DataLoader worker processes; 0 fetches in the main process. Workers move bytes "
+            "only; at most 8 per CPU (at least 32)."
         ),
     )
     seed: int = field(
@@ -422,7 +447,7 @@ class LoaderOptions:
         """Check every option by name, and store each in its plain Python type."""
         self._check_callables_and_system()
         self._set("batch_size", _check_int("batch_size", self.batch_size, 1))
-        self._set("num_workers", _check_int("num_workers", self.num_workers, 0))
+        self._set("num_workers", _check_workers(self.num_workers))
         self._set("io_threads", _check_int("io_threads", self.io_threads, 1))
         self._set("seed", _check_int("seed", self.seed, 0))
         for name in ("pin_memory", "drop_last", "verify", "progress"):

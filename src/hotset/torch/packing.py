@@ -78,6 +78,9 @@ class PackingThread:
         #: package writes that failed; member reads made instead of package reads;
         #: package files a consumed plan read that could not be deleted
         self.write_errors = self.fallback_reads = self.delete_errors = 0
+        #: package files a worker found gone or unreadable when it read them (each then
+        #: read member by member, those reads counted in fallback_reads too)
+        self.lost = 0
 
     def write(self, plan: BatchPlan) -> BatchPlan:
         """Submit ``plan``'s new packages; return once every package it reads is
@@ -103,9 +106,19 @@ class PackingThread:
             elif not future.done():
                 self.waits += 1
             self._settle(u, future)
-        if self._failed.isdisjoint(reads):
+        if not self._failed.isdisjoint(reads):
+            plan = self._read_alone(plan, layout)
+        return self._with_members(plan, layout)
+
+    def _with_members(self, plan: BatchPlan, layout: UnitLayout) -> BatchPlan:
+        """``plan`` carrying the members of every package it may read: a worker cannot
+        know them (they were decided after it started), and needs them to read a package
+        whose file is gone or unreadable member by member instead (hotset.torch.reads)."""
+        units = set(plan.unit_reads.tolist()) | set(plan.units[plan.units >= 0].tolist())
+        if not units:
             return plan
-        return self._read_alone(plan, layout)
+        members = {u: np.asarray(layout.members(u), dtype=np.int64) for u in sorted(units)}
+        return dataclasses.replace(plan, unit_members=members)
 
     def _submit(self, plan: BatchPlan, layout: UnitLayout) -> BatchPlan:
         """Start writing ``plan``'s new packages; once writes fail, drop them from it."""
@@ -210,16 +223,34 @@ class PackingThread:
                 except OSError:
                     self.delete_errors += 1
 
+    def read_lost(self, packages: int, member_reads: int, why: str = "") -> None:
+        """Workers found ``packages`` files gone or unreadable (the first: ``why``) and read
+        their members alone instead (``member_reads`` reads): counted, warned about once."""
+        if not packages:
+            return
+        if not self.lost:
+            warnings.warn(
+                f"hotset: a package file was gone or unreadable when read ({why}; deleted "
+                "by another process?); its members were read alone from the data store "
+                "instead, as will be those of any other (counted in "
+                "loader.policy_summary()['packages_lost'] and ['package_fallback_reads'])",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        self.lost += packages
+        self.fallback_reads += member_reads
+
     def summary(self) -> dict[str, Any]:
         """What became of the package files, merged into ``loader.policy_summary()``
         once one could not be written or deleted; empty until then (and always for a
         system that writes none), so that the summary stays the simulator's in a run
         where nothing failed."""
-        if not (self._failed or self.delete_errors):
+        if not (self._failed or self.delete_errors or self.lost):
             return {}
         return {
             "package_write_errors": self.write_errors,
             "packages_not_written": len(self._failed),
+            "packages_lost": self.lost,
             "package_fallback_reads": self.fallback_reads,
             "package_delete_errors": self.delete_errors,
         }

@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import collections
 import os
+import struct
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -52,7 +54,9 @@ from typing import Any
 import xxhash
 
 from hotset.data.chunks import ChunkLayout, member_mismatch
-from hotset.engine.packages import PackageFiles
+from hotset.engine.packages import MAGIC as PACKAGE_MAGIC
+from hotset.engine.packages import PackageFiles, header_bytes
+from hotset.engine.packages import encode as encode_package
 from hotset.engine.units import UnitLayout, member_ranges
 from hotset.errors import HotsetError, IntegrityError
 from hotset.storage.base import Store
@@ -107,15 +111,24 @@ class StoreReader:
         self._inline_capable = _on_this_machine(store)
         self._recent: collections.deque[float] = collections.deque(maxlen=_WINDOW)
         self._pool_calls = 0  # read calls left on the threads before one is timed inline
+        #: the batch's packages' members (``plan.unit_members``), set per batch
+        self.unit_members: dict[int, Any] = {}
+        #: packages made again from their members (file gone or unreadable), since the
+        #: last take_package_counts; their member reads and bytes; why each
+        self.packages_lost = self.package_member_reads = self.package_member_bytes = 0
+        self.lost_reason = ""
+        self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_pool"] = None  # threads never cross a process boundary
         state["_pool_pid"] = -1
+        del state["_lock"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def pool(self) -> ThreadPoolExecutor:
         if self._pool is None or self._pool_pid != os.getpid():
@@ -158,7 +171,7 @@ class StoreReader:
             raise HotsetError(f"plan reads unit {unit}, but the dataset has no chunk layout")
         key = layout.chunk_keys[unit]
         if isinstance(layout, PackageFiles):  # describes itself: its members are checked
-            return (layout.store or self.store).read(key)
+            return self._read_package(layout, unit, key)
         # a pack the loader made lies in a store of its own (hotset.data.packdir)
         data = (getattr(layout, "store", None) or self.store).read(key)
         want, digest = int(layout.chunk_sizes[unit]), layout.chunk_hashes[unit]
@@ -170,6 +183,50 @@ class StoreReader:
                     raise
                 raise IntegrityError(f"{exc}; {layout.repack_advice()}") from None
         return data
+
+    def _read_package(self, layout: PackageFiles, unit: int, key: str) -> bytes:
+        """A package file's bytes; one that is gone, unreadable or malformed is made again
+        from its members, each read alone from the data store (see the module).
+
+        Packages are the loader's own files, written while it trains and deleted once
+        read: one another process deleted (a clean-up job, a full disk's remedy), or
+        that did not survive, used to stop iCACHE and ImPACT. The batch's plan names the
+        members (``unit_members``); re-encoded in that order they give the bytes the
+        writer wrote, so what follows (the split, the member checks, a put of the whole
+        package) is unchanged. Without the members (a plan made before they were
+        attached) the error is raised as before.
+        """
+        members = self.unit_members.get(unit)
+        try:
+            data = (layout.store or self.store).read(key)
+            if members is None or _package_intact(data, members, self._size_list):
+                return data
+            why = "its contents are not the package's members"
+        except (HotsetError, OSError) as exc:
+            if members is None:
+                raise
+            why = str(exc)
+        parts = [(sid, self.read_checked(sid)) for sid in members.tolist()]
+        with self._lock:
+            self.packages_lost += 1
+            self.package_member_reads += len(parts)
+            self.package_member_bytes += sum(len(b) for _, b in parts)
+            self.lost_reason = self.lost_reason or f"{key!r}: {why}"[:300]
+        return encode_package(parts)
+
+    def take_package_counts(self) -> dict[str, Any]:
+        """Packages made again from their members since the last call, their member reads
+        and bytes, and why the first was (the batch's ``info``; hotset.torch.movebytes)."""
+        with self._lock:
+            out = {
+                "packages_lost": self.packages_lost,
+                "package_member_reads": self.package_member_reads,
+                "package_member_bytes": self.package_member_bytes,
+                "package_lost_reason": self.lost_reason,
+            }
+            self.packages_lost = self.package_member_reads = self.package_member_bytes = 0
+            self.lost_reason = ""
+        return out
 
     def split_read(self, unit: int, data: bytes) -> tuple[dict[int, bytes], bool]:
         """A unit read from storage, cut into samples each checked against the manifest.
@@ -446,6 +503,23 @@ class StoreReader:
             for sid in self.layout.members(unit).tolist():
                 self.failed[sid] = str(exc)
             return None
+
+
+def _package_intact(data: bytes, members: Any, sizes: list[int]) -> bool:
+    """Whether ``data`` is a package of exactly ``members``, in order, each of its
+    manifest size (its header read only: the members' bytes are checked when cut)."""
+    count = len(members)
+    if not data.startswith(PACKAGE_MAGIC) or len(data) < header_bytes(count):
+        return False
+    if struct.unpack_from("<I", data, len(PACKAGE_MAGIC))[0] != count:
+        return False
+    at, total = len(PACKAGE_MAGIC) + 4, header_bytes(count)
+    for i, sid in enumerate(members.tolist()):
+        got, length = struct.unpack_from("<QQ", data, at + 16 * i)
+        if got != sid or not 0 <= sid < len(sizes) or length != sizes[sid]:
+            return False
+        total += length
+    return total == len(data)
 
 
 def _user_items(store: Store) -> bool:

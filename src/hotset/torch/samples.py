@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from hotset.errors import HotsetError, IntegrityError
+from hotset.errors import HotsetError
 from hotset.torch.dataset import DecodeSpec, decode_sample
 from hotset.torch.reads import StoreReader
 
@@ -56,22 +56,31 @@ class SampleDecoder:
         return decode_sample(self.decode, self.transform, data, self.keys[sid])
 
     def decode_all(
-        self, sids: list[int], blobs: dict[int, bytes], info: dict[str, Any]
+        self,
+        sids: list[int],
+        blobs: dict[int, bytes],
+        info: dict[str, Any],
+        cached: Collection[int] = (),
     ) -> list[Any]:
-        """Each sample decoded; one whose bytes are not a valid encoding is read again.
+        """Each sample decoded; one whose cached bytes do not decode is read again.
 
-        With ``verify=False`` a cache entry is not hashed, so an entry another
-        client of the namespace overwrote reaches decoding: a user's item that is
-        not a valid encoding (:class:`~hotset.data.itemcodec.ItemDecodeError`)
-        is read from storage and decoded from there, counted as an integrity error
-        and a rebuild read, as a poisoned entry is with ``verify``. Bytes storage
-        itself returns that do not decode are a real data problem: raised.
+        ``cached`` names the ids whose bytes came from the cache (or a shared pool),
+        not from storage. With ``verify=False`` a cache entry is not hashed, so an entry
+        another client of the namespace overwrote reaches decoding. Any failure to
+        decode such bytes -- the item codec's, an image decoder's, a ``decode=``
+        function's or a transform's -- is a re-read of the sample from storage, decoded
+        from there and counted as an integrity error and a rebuild read, as a poisoned
+        entry is with ``verify``; the bytes are compared first, so a sample whose stored
+        bytes fail alike raises that error as it is. Bytes storage itself returned that
+        do not decode are a real data problem: raised, named by the decoder.
         """
         out = []
         for sid in sids:
             try:
                 out.append(self.decode_one(blobs[sid], sid))
-            except IntegrityError:
+            except Exception:
+                if sid not in cached:
+                    raise
                 fresh = self.reader.read_checked(sid)
                 if fresh == blobs[sid]:
                     raise

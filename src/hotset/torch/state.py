@@ -9,8 +9,8 @@ out-of-range ``yielded`` silently dropped the rest of the epoch, and a bogus
 what :meth:`~hotset.torch.loader.HotsetLoader.state_dict` writes, and each
 failure is a :class:`~hotset.errors.HotsetError` naming the field, the value
 and what was expected. What lies deeper (a policy's own state) is checked by
-the policy; the loader restores atomically around it
-(:meth:`~hotset.torch.loader.HotsetLoader.load_state_dict`).
+the policy, on a scratch System first (:mod:`hotset.torch.restorecheck`), so a
+state refused there changes nothing in the loader.
 """
 
 from __future__ import annotations

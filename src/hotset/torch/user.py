@@ -252,7 +252,9 @@ def from_dataset(
         if len(size_arr) != n or (size_arr < 0).any():
             raise HotsetError(f"sizes must be {n} non-negative byte counts, got {len(size_arr)}")
         hashes = [UNHASHED] * n
-        pair = False
+        # nothing measured: the first item says whether items are (input, label) pairs,
+        # whose x is the input (it was [inputs, labels] before, the whole item collated)
+        pair = read is None and _label(dataset[0]) is not None
     else:
         size_arr, hashes, found, pair = _measure(dataset, store, read, io_threads, progress)
         if chosen_labels is None:  # the items' own labels, else derived, else an error
