@@ -86,7 +86,7 @@ def test_what_is_not_a_record_is_skipped_and_counted(
     redis_server.client().hset(board.keys[0], "j", garbage)
     redis_server.client().zadd(board.keys[1], {"j": time.time() + 600})
     assert [r["job"] for r in board.read()] == ["ok"]
-    assert board.garbled == 1
+    assert board.stats()["board_garbled"] == 1
     assert parse_record(json.dumps(_record("j")), from_record) == _record("j")
 
 
