@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import time
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,9 @@ def test_the_entry_is_raw_bytes_beside_the_namespace(redis_server: RedisProcess)
     raw = redis_server.client().hget(jobs.key, "a")
     assert raw == encode_entry(2.0, np.full(N, 0.5), at=decode_entry("a", raw, n=N)[1])  # type: ignore[index]
     assert raw.startswith(b"HSJI\x01") and len(raw) == 5 + 20 + 4 * N
-    assert 0 < redis_server.client().ttl(jobs.key) <= 30
+    assert 0 < redis_server.client().ttl(jobs.key) <= 60  # the hash outlives a lease
+    lease = redis_server.client().zscore(jobs.key + ":leases", "a")
+    assert lease is not None and 0 < lease - time.time() <= 31  # the entry counts 30 s
     assert not jobs.key.startswith("hotset:")  # the namespace's scans never meet it
 
 
@@ -69,9 +72,12 @@ def test_what_the_server_holds_is_checked_and_never_unpickled(
     }
     for name, value in bad.items():
         client.hset(jobs.key, name, value)
+        client.zadd(jobs.key + ":leases", {name: time.time() + 600})
     client.hset(jobs.key, "fine", encode_entry(2.0, np.full(N, 0.5), at=jobs.clock()))
+    client.zadd(jobs.key + ":leases", {"fine": time.time() + 600})
     assert [j.job for j in jobs.read(N)] == ["fine"]
-    assert jobs.ignored == len(bad)
+    assert jobs.stats()["jobs_ignored"] == len(bad)
+    assert client.hkeys(jobs.key) == [b"fine"]  # what is no entry was removed
 
 
 def _job_process(url: str, job: str, start: object, out: str) -> None:

@@ -12,13 +12,14 @@ them, costs a reader more than a fixed bound:
   sorted set beside the records, scored by when each lease ends). A publish
   writes the record and its lease in one script. A read drops, in the same
   script, the records whose lease ended, whose lease ends further ahead than any
-  job leases (``horizon_s``: a future-dated lease is forged), and, a bounded step
-  per read (``budget`` fields, a cursor kept on the server), records that have no
+  job leases (``ttl_s`` from now: a future-dated lease is forged), and, a bounded
+  step per read (:data:`BUDGET` fields, a cursor kept on the server), records that have no
   lease at all (written around the scripts), so nothing planted stays forever.
+  A job's lease is its reader's ``ttl_s``: the jobs of a namespace lease alike.
 * **A read returns at most ``max_read`` records**, those whose leases end last
   (the jobs that renewed most recently), each no larger than ``max_bytes`` (or
   exactly ``exact_bytes``): a record of another size is dropped on the server
-  and never shipped. At most ``budget`` leases are examined a read.
+  and never shipped. At most :data:`BUDGET` leases are examined a read.
 * A key of another type than the one expected (a client wrote a string where
   the records' hash goes) is deleted, not an error that would stop every read.
 
@@ -144,20 +145,18 @@ class LeasedRecords:
         ttl_s: float,
         max_read: int,
         max_bytes: int,
-        exact_bytes: int = 0,
     ) -> None:
         if len(keys) != 3:
             raise HotsetError(f"leased records need 3 keys (records, leases, sweep), got {keys}")
         if not ttl_s >= 1:
             raise HotsetError(f"ttl_s must be >= 1 second, got {ttl_s!r}")
-        if max_read < 1 or max_bytes < 1 or exact_bytes < 0:
+        if max_read < 1 or max_bytes < 1:
             raise HotsetError(f"bad bounds: max_read={max_read}, max_bytes={max_bytes}")
         self.cache = cache
         self.keys = list(keys)
         self.ttl_s = float(ttl_s)
         self.max_read = int(max_read)
         self.max_bytes = int(max_bytes)
-        self.exact_bytes = int(exact_bytes)
         #: records removed because their lease ended, was forged ahead, or never existed
         self.aged = 0
         #: records removed unread because their size cannot be a record's
@@ -179,10 +178,11 @@ class LeasedRecords:
         with self.cache.talking():
             self._publish(keys=self.keys[:2], args=[field, value, self.lease_s])
 
-    def read(self) -> ReadBack:
-        """The live records, at most ``max_read``, latest lease first (see the module)."""
+    def read(self, *, exact_bytes: int = 0) -> ReadBack:
+        """The live records, at most ``max_read``, latest lease first (see the module);
+        ``exact_bytes`` > 0: only records of exactly that size (the others are dropped)."""
         # a lease ends at most ttl_s (whole seconds) after its publish: one second of slack
-        args = [self.lease_s + 1, self.max_read, self.max_bytes, self.exact_bytes, BUDGET]
+        args = [self.lease_s + 1, self.max_read, self.max_bytes, int(exact_bytes), BUDGET]
         with self.cache.talking():
             now, aged, dropped, flat = self._read(keys=self.keys, args=args)
         self.aged += int(aged)
