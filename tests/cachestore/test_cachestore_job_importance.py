@@ -13,7 +13,7 @@ import pytest
 from hotset.cachestore.job_importance import SharedJobs, decode_entry, encode_entry
 from hotset.cachestore.redis_store import RedisCache
 from hotset.errors import HotsetError
-from hotset.importance.multijob import relative_importance
+from hotset.importance.multijob import JobImportance, relative_importance
 from redis_support import RedisCluster, RedisProcess, start_redis
 
 N = 50
@@ -138,3 +138,39 @@ def test_bad_arguments_are_named(redis_url: str) -> None:
         _jobs(redis_url, "")
     with pytest.raises(HotsetError, match="ttl_s"):
         _jobs(redis_url, "a", ttl_s=0)
+
+
+def test_hostile_entries_are_skipped_removed_and_bounded(redis_server: RedisProcess) -> None:
+    """What another client can plant: benefits of 1e308 (their sum overflowed to inf),
+    a publish time a year ahead, an unleased entry, 10,000 valid-looking jobs."""
+    from hotset.cachestore.job_importance import MAX_JOBS
+    from hotset.importance.multijob import adjusted_importance
+
+    client = redis_server.client()
+    client.flushall()
+    jobs = _jobs(redis_server.url, "me")
+    jobs.publish(2.0, np.full(N, 0.5))
+    leases = jobs.key + ":leases"
+    now = time.time()
+    planted = {
+        **{f"huge-{i}": encode_entry(1e308, np.full(N, 1.0), at=now) for i in range(3)},
+        "future": encode_entry(2.0, np.full(N, 1.0), at=now + 365 * 24 * 3600),
+    }
+    for name, value in planted.items():
+        client.hset(jobs.key, name, value)
+        client.zadd(leases, {name: now + 600})
+    client.hset(jobs.key, "unleased", encode_entry(2.0, np.full(N, 1.0), at=now))
+    got = jobs.read(N)
+    assert [j.job for j in got] == ["me"]
+    assert jobs.stats()["jobs_ignored"] == 4 and jobs.stats()["jobs_aged"] == 1
+    assert client.hkeys(jobs.key) == [b"me"]
+    aiv = adjusted_importance(
+        [JobImportance(f"h{i}", 1e308, np.ones(N)) for i in range(3)], threshold=1.5
+    )
+    assert aiv is not None and np.isfinite(aiv).all()  # capped weights: no inf
+    pipe = client.pipeline(transaction=False)
+    for i in range(10_000):
+        pipe.hset(jobs.key, f"j{i:05d}", encode_entry(2.0, np.full(N, 0.5), at=now))
+        pipe.zadd(leases, {f"j{i:05d}": now + 600})
+    pipe.execute()
+    assert len(jobs.read(N)) == MAX_JOBS

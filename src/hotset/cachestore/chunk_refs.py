@@ -9,8 +9,8 @@ hold the next chunk's load back for long, once ``force_after_s`` have passed
 since the first release. What another client writes there (a job set of fake
 holders, a first-release time that is no number or lies ahead, keys of another
 type) changes at most when a chunk's entries are deleted -- never later than
-``force_after_s`` after this job released it, and never before it did -- and never
-fails a put or a release.
+``2 * force_after_s`` after this job released it (checked at its next write), and
+never before it did -- and never fails a put or a release.
 
 :class:`ChunkRefs` wraps the namespace's :class:`~hotset.cachestore.redis_store.RedisCache`
 (or its content-addressed subclass) for one job: a put of a chunk's members
@@ -202,12 +202,16 @@ class ChunkRefs:
             return bool(int(self._script(keys=[jobs, first], args=args)))
 
     def _overdue(self) -> None:
-        """Force the eviction of chunks this job released ``force_after_s`` ago or more."""
+        """Force the eviction of chunks this job released ``force_after_s`` ago or more:
+        when the server's first release is that old, or, whatever the server holds (a
+        first-release time another client keeps rewriting ahead), once this job's own
+        release is twice that old."""
         clock = time.monotonic()
         due = [g for g, (at, _) in self._pending.items() if clock - at >= self.force_after_s]
         gone: list[CacheKey] = []
         for g in due:
-            if self._release(g):
+            late = clock - self._pending[g][0] >= 2 * self.force_after_s
+            if self._release(g) or late:
                 gone += self._pending.pop(g)[1]
         if gone:
             self.cache.delete_many(gone)
