@@ -37,6 +37,13 @@ def test_every_scenario_runs_and_loses_nothing() -> None:
         "worker-killed-in-write-turn",
         "package-dir-full",
         "package-dir-read-only",
+        # records other jobs write, poisoned (hotset.bench.faults_records)
+        "record-deep (quiver)",
+        "record-huge-claim (quiver)",
+        "record-non-finite (icache)",
+        "record-future-dated (icache)",
+        "records-100000 (quiver)",
+        "records-100000 (icache)",
     }
     for row in rows.values():
         assert row["failed_runs"] == 0, row
@@ -52,6 +59,10 @@ def test_every_scenario_runs_and_loses_nothing() -> None:
     assert rows["planted-payload"]["code_run"] == 0
     assert rows["worker-killed-in-write-turn"]["hangs"] == 0
     assert rows["worker-killed-in-write-turn"]["error_named_the_worker"] == 1
+    for scenario, row in rows.items():
+        if scenario.startswith("record"):  # every record planted is invalid: no change
+            assert row["exact_hits"] == row["exact_hits_control"], row
+            assert abs(row["state_bytes"] - row["state_bytes_control"]) <= 256, row
     for scenario in ("package-dir-full", "package-dir-read-only"):
         row = rows[scenario]
         if row["runs"]:  # a tmpfs could be mounted (root): the fallback really ran

@@ -163,3 +163,31 @@ def test_chunks_of_two_data_sets_in_one_namespace_are_refed_apart(redis_url: str
     assert _present(a, [0, 1]) == [True, True]
     again = pickle.loads(pickle.dumps(b))  # a worker's copy keeps the data set's refs
     assert again.scope == "data-b" and again.holders(0) == set()
+
+
+def test_what_another_client_writes_never_fails_a_put_or_a_release(redis_url: str) -> None:
+    """A job set of another type, a first-release time that is no number or lies a year
+    ahead (rewritten): puts and releases go on, and a chunk another (fake) holder keeps
+    is still evicted by 2 x force_after_s after this job released it."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    a, _ = _jobs(redis_url, force_after_s=0.5)
+    jobs0 = a._keys(0)[0]
+    jobs1, first1 = a._keys(1)
+    client.set(jobs0, b"not a set")  # the put's SADD would fail WRONGTYPE
+    a.put_many(_items([0, 1, 2, 3]))
+    assert a.holders(0) == {"a"}
+    a.put_many(_items([4, 5, 6, 7]))
+    client.sadd(jobs1, "fake")  # a holder that never releases
+    client.set(first1, b"not a number")
+    a.delete_many([k for k, _ in _items([4, 5, 6, 7])])  # kept for "fake"
+    assert _present(a, [4, 5, 6, 7]) == [True] * 4
+    client.set(first1, f"{time.time() + 365 * 86400:.3f}")  # a release a year ahead
+    time.sleep(0.6)
+    a.put_many(_items([8]))  # any write asks again for chunks past force_after_s
+    assert _present(a, [4, 5, 6, 7]) == [True] * 4  # the forged time restarted the clock
+    client.set(first1, f"{time.time() + 365 * 86400:.3f}")  # and is forged again
+    time.sleep(0.5)
+    a.put_many(_items([8]))
+    assert _present(a, [4, 5, 6, 7]) == [False] * 4  # forced by 2 x force_after_s

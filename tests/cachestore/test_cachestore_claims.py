@@ -43,3 +43,18 @@ def test_without_redis_nothing_is_claimed_away() -> None:
     assert claim(object(), ["h1", "h2"]) == [True, True]
     assert claim(object(), []) == []
     release(object(), ["h1"])  # nothing to release: no error
+
+
+def test_a_claim_no_claimant_set_is_taken_over(redis_url: str) -> None:
+    """A claim with no expiry, a longer one, or a key of another type would hold a unit's
+    background read forever: it is not honoured."""
+    import redis
+
+    a = _cache(redis_url)
+    client = redis.Redis.from_url(redis_url)
+    client.set("hotset-claim:{sweep@x}:forever", b"1")
+    client.set("hotset-claim:{sweep@x}:long", b"1", ex=3600)
+    client.hset("hotset-claim:{sweep@x}:hash", "a", "b")
+    assert claim(a, ["forever", "long", "hash"]) == [True, True, True]
+    assert claim(_cache(redis_url), ["forever", "long", "hash"]) == [False] * 3
+    assert 0 < client.pttl("hotset-claim:{sweep@x}:forever") <= 3000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 from hotset.cachestore.job_importance import SharedJobs, decode_entry, encode_entry
 from hotset.cachestore.redis_store import RedisCache
 from hotset.errors import HotsetError
-from hotset.importance.multijob import relative_importance
+from hotset.importance.multijob import JobImportance, relative_importance
 from redis_support import RedisCluster, RedisProcess, start_redis
 
 N = 50
@@ -48,7 +49,9 @@ def test_the_entry_is_raw_bytes_beside_the_namespace(redis_server: RedisProcess)
     raw = redis_server.client().hget(jobs.key, "a")
     assert raw == encode_entry(2.0, np.full(N, 0.5), at=decode_entry("a", raw, n=N)[1])  # type: ignore[index]
     assert raw.startswith(b"HSJI\x01") and len(raw) == 5 + 20 + 4 * N
-    assert 0 < redis_server.client().ttl(jobs.key) <= 30
+    assert 0 < redis_server.client().ttl(jobs.key) <= 60  # the hash outlives a lease
+    lease = redis_server.client().zscore(jobs.key + ":leases", "a")
+    assert lease is not None and 0 < lease - time.time() <= 31  # the entry counts 30 s
     assert not jobs.key.startswith("hotset:")  # the namespace's scans never meet it
 
 
@@ -69,9 +72,12 @@ def test_what_the_server_holds_is_checked_and_never_unpickled(
     }
     for name, value in bad.items():
         client.hset(jobs.key, name, value)
+        client.zadd(jobs.key + ":leases", {name: time.time() + 600})
     client.hset(jobs.key, "fine", encode_entry(2.0, np.full(N, 0.5), at=jobs.clock()))
+    client.zadd(jobs.key + ":leases", {"fine": time.time() + 600})
     assert [j.job for j in jobs.read(N)] == ["fine"]
-    assert jobs.ignored == len(bad)
+    assert jobs.stats()["jobs_ignored"] == len(bad)
+    assert client.hkeys(jobs.key) == [b"fine"]  # what is no entry was removed
 
 
 def _job_process(url: str, job: str, start: object, out: str) -> None:
@@ -132,3 +138,39 @@ def test_bad_arguments_are_named(redis_url: str) -> None:
         _jobs(redis_url, "")
     with pytest.raises(HotsetError, match="ttl_s"):
         _jobs(redis_url, "a", ttl_s=0)
+
+
+def test_hostile_entries_are_skipped_removed_and_bounded(redis_server: RedisProcess) -> None:
+    """What another client can plant: benefits of 1e308 (their sum overflowed to inf),
+    a publish time a year ahead, an unleased entry, 10,000 valid-looking jobs."""
+    from hotset.cachestore.job_importance import MAX_JOBS
+    from hotset.importance.multijob import adjusted_importance
+
+    client = redis_server.client()
+    client.flushall()
+    jobs = _jobs(redis_server.url, "me")
+    jobs.publish(2.0, np.full(N, 0.5))
+    leases = jobs.key + ":leases"
+    now = time.time()
+    planted = {
+        **{f"huge-{i}": encode_entry(1e308, np.full(N, 1.0), at=now) for i in range(3)},
+        "future": encode_entry(2.0, np.full(N, 1.0), at=now + 365 * 24 * 3600),
+    }
+    for name, value in planted.items():
+        client.hset(jobs.key, name, value)
+        client.zadd(leases, {name: now + 600})
+    client.hset(jobs.key, "unleased", encode_entry(2.0, np.full(N, 1.0), at=now))
+    got = jobs.read(N)
+    assert [j.job for j in got] == ["me"]
+    assert jobs.stats()["jobs_ignored"] == 4 and jobs.stats()["jobs_aged"] == 1
+    assert client.hkeys(jobs.key) == [b"me"]
+    aiv = adjusted_importance(
+        [JobImportance(f"h{i}", 1e308, np.ones(N)) for i in range(3)], threshold=1.5
+    )
+    assert aiv is not None and np.isfinite(aiv).all()  # capped weights: no inf
+    pipe = client.pipeline(transaction=False)
+    for i in range(10_000):
+        pipe.hset(jobs.key, f"j{i:05d}", encode_entry(2.0, np.full(N, 0.5), at=now))
+        pipe.zadd(leases, {f"j{i:05d}": now + 600})
+    pipe.execute()
+    assert len(jobs.read(N)) == MAX_JOBS

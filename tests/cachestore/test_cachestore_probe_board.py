@@ -86,7 +86,7 @@ def test_what_is_not_a_record_is_skipped_and_counted(
     redis_server.client().hset(board.keys[0], "j", garbage)
     redis_server.client().zadd(board.keys[1], {"j": time.time() + 600})
     assert [r["job"] for r in board.read()] == ["ok"]
-    assert board.garbled == 1
+    assert board.stats()["board_garbled"] == 1
     assert parse_record(json.dumps(_record("j")), from_record) == _record("j")
 
 
@@ -121,3 +121,56 @@ def test_a_dead_server_reads_as_an_empty_board(tmp_path: Path) -> None:
         assert board.failures == 3
     finally:
         server.stop()
+
+
+def _hostile() -> dict[str, tuple[bytes, float | None]]:
+    """What another client can plant on the board: (value, lease end; None: no lease)."""
+    leased = time.time() + 300
+    record = _record("j")
+    return {
+        "deep": (b"[" * 2048 + b"]" * 2048, leased),  # a RecursionError for json.loads
+        "huge": (json.dumps(record | {"pad": "x" * (1 << 20)}).encode(), leased),
+        "claims-1e30-bytes": (json.dumps(record | {"size_bytes": 10**30}).encode(), leased),
+        "chunk-above-size": (json.dumps(record | {"chunk_bytes": 2000}).encode(), leased),
+        "infinite": (json.dumps(record).replace("0.3", "1e999").encode(), leased),
+        "negative": (json.dumps(record | {"t_hit": -1.0}).encode(), leased),
+        "gpus-1e9": (json.dumps(record | {"gpus": 10**9}).encode(), leased),
+        "unleased": (json.dumps(record).encode(), None),
+        "future-dated": (json.dumps(record).encode(), time.time() + 30 * 24 * 3600),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_hostile()))
+def test_a_hostile_record_is_skipped_counted_and_removed_never_raised(
+    redis_server: RedisProcess, kind: str
+) -> None:
+    client = redis_server.client()
+    client.flushall()
+    board = _board(redis_server.url)
+    board.publish(_record("ok"))
+    value, lease = _hostile()[kind]
+    client.hset(board.keys[0], "j", value)
+    if lease is not None:
+        client.zadd(board.keys[1], {"j": lease})
+    assert [r["job"] for r in board.read()] == ["ok"]
+    stats = board.stats()
+    assert stats["board_garbled"] + stats["board_aged"] == 1, stats
+    assert client.hkeys(board.keys[0]) == [b"ok"]  # the planted record is gone
+
+
+def test_a_read_returns_at_most_max_records_of_100000_planted(
+    redis_server: RedisProcess,
+) -> None:
+    from hotset.cachestore.probe_board import MAX_RECORDS
+
+    client = redis_server.client()
+    client.flushall()
+    board = _board(redis_server.url)
+    pipe = client.pipeline(transaction=False)
+    for i in range(100_000):
+        pipe.hset(board.keys[0], f"j{i}", json.dumps(_record(f"j{i}")))
+        pipe.zadd(board.keys[1], {f"j{i}": time.time() + 300})
+    pipe.execute()
+    start = time.perf_counter()
+    assert len(board.read()) == MAX_RECORDS
+    assert time.perf_counter() - start < 1.0

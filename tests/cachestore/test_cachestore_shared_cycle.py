@@ -41,7 +41,7 @@ def test_what_the_server_holds_is_read_as_a_number_or_as_nothing(
 ) -> None:
     redis_server.client().flushall()
     cycle = _cycle(redis_server.url)
-    for garbage in (b"-1", b"1e3", b"3 ", b"\x80\x04K\x01.", b"9" * 19):
+    for garbage in (b"-1", b"1e3", b"3 ", b"\x80\x04K\x01.", b"9" * 19, b"9" * 13):
         redis_server.client().set(cycle.key, garbage)
         assert cycle.current() is None, garbage
     cycle.publish(2)  # a garbled value is replaced by the next publish
@@ -78,3 +78,25 @@ def test_bad_arguments_are_named(redis_url: str) -> None:
     for bad in (-1, True, 2.0, 10**18):
         with pytest.raises(HotsetError, match="chunk cycle step"):
             _cycle(redis_url).publish(bad)  # type: ignore[arg-type]
+
+
+def test_a_step_no_publish_wrote_is_not_joined(redis_server: RedisProcess) -> None:
+    """A value without the expiry a publish sets (or a longer one), or of more digits
+    than a join may take, reads as nothing; a joined 10**18 - 1 made the job's next
+    publish raise, two chunks on."""
+    client = redis_server.client()
+    client.flushall()
+    cycle = _cycle(redis_server.url, ttl_s=30)
+    client.set(cycle.key, b"7")  # no expiry
+    assert cycle.current() is None and client.exists(cycle.key) == 0
+    client.set(cycle.key, b"7", ex=3600)  # longer than any publish's
+    assert cycle.current() is None
+    client.set(cycle.key, b"9" * 18, ex=10)
+    assert cycle.current() is None
+    cycle.publish(3)  # and a publish replaces it
+    assert cycle.current() == 3
+    client.hset(cycle.key + "x", "a", "b")
+    client.rename(cycle.key + "x", cycle.key)  # another type
+    assert cycle.current() is None
+    cycle.publish(4)
+    assert cycle.current() == 4

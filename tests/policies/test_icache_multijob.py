@@ -220,3 +220,41 @@ def test_a_resume_mid_probe_plans_the_rest_of_the_probe() -> None:
     assert got_p[2].admitted and got_p[5].outcome is Outcome.HIT
     with pytest.raises(HotsetError, match="benefit_probe must be a number of mini-batches"):
         _build(",multijob=true,benefit_probe=1")
+
+
+def test_other_jobs_key_the_heap_but_the_h_list_stays_the_jobs_own() -> None:
+    """Which requests are L -- and so may be served by a substitute, another id trained
+    in their place -- follows this job's own importance; the jobs' AIV keys only what
+    the H-cache keeps (its heap). Before, a forged entry re-drew the H-list."""
+    own = np.linspace(0.0, 1.0, N)  # this job: the higher the id, the more important
+    forged = JobImportance("forged", 999.0, np.linspace(1.0, 0.0, N))  # the reverse
+    planned = np.random.default_rng(0).permutation(N)
+    policies = []
+    for jobs in ([], [forged]):
+        p = ICache(Budget(capacity_items=N // 4), h_share=0.5, multijob=True)
+        p.update_importance(own)
+        p.update_jobs(jobs)
+        p.begin_epoch(1, planned)
+        policies.append(p)
+    alone, attacked = policies
+    assert alone._hot == attacked._hot == set(range(N // 2, N))
+    assert attacked.keys.scores is not None and attacked.keys.scores[0] > attacked.keys.scores[-1]
+
+
+def test_what_the_jobs_give_is_capped_and_the_state_does_not_grow_with_them() -> None:
+    from hotset.importance.multijob import MAX_JOBS
+
+    riv = np.linspace(0.0, 1.0, N)
+    huge = [JobImportance(f"h{i}", 1e308, riv) for i in range(3)]  # their sum was inf
+    p = _heap(4, multijob=True)
+    p.update_jobs(huge)
+    assert p.keys.next is not None and np.isfinite(p.keys.next).all()
+    sizes = {}
+    for count in (1, MAX_JOBS, 1000):
+        q = _heap(4, multijob=True)
+        q.update_importance(riv)
+        q.update_jobs([JobImportance(f"j{i:04d}", 2.0, riv) for i in range(count)])
+        sizes[count] = len(json.dumps(q.state_dict()["multijob"], default=_plain))
+        assert q.summary()["multijob_jobs"] == min(count, MAX_JOBS)
+    assert sizes[1000] == sizes[MAX_JOBS]  # at most MAX_JOBS kept
+    assert sizes[MAX_JOBS] - sizes[1] < 40 * MAX_JOBS  # names and benefits: no RIV per job

@@ -4,11 +4,20 @@ The board's records are inputs the policy records: the same inputs give the same
 decisions, a job that gains nothing stops caching (and still trains each sample once
 per epoch), ``chunks`` caps the job to two chunks, a re-probe measures again, and a
 quiver without the new options decides exactly as before.
+
+What another job's record can change is capped: a record out of range (a claim of
+10**30 bytes, a non-finite or negative time, a million GPUs), or one of the job's
+own data set that gives it another size, is not counted; a record's benefit weighs
+at most ``MAX_BENEFIT``; a placement counts at most ``MAX_BOARD`` records and its
+state keeps only those, cleaned of any other field. So on a namespace of one data
+set no other record changes what the job decides, and 100,000 records cost its
+state nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +29,16 @@ from hotset.engine.planner import Planner
 from hotset.errors import HotsetError
 from hotset.policies.base import Budget
 from hotset.policies.quiver import Quiver
+from hotset.policies.quiver_placement import (
+    MAX_BENEFIT,
+    MAX_BOARD,
+    DataSetSpace,
+    ProbeResult,
+    counted,
+    from_record,
+    place_job,
+    saved_gpus,
+)
 from hotset.systems.base import System
 from hotset.systems.registry import build_system
 from layout_support import make_layout
@@ -248,3 +267,95 @@ def test_a_job_is_placed_again_when_another_job_leaves_the_board() -> None:
     run = _run(system, epochs=4, before=hook)
     assert run["admitted"][2] == 0 and run["admitted"][3] > 0
     assert policy.summary()["caching"] is True and policy.summary()["placement"] == "chunks"
+
+
+# -- what another job's record can change: its caps ---------------------------------
+BUDGET = int(0.3 * TOTAL)
+
+
+def _hostile() -> list[dict[str, Any]]:
+    """Records of the job's own data set ``d``, each bad in one field (or in its size)."""
+    good = _record("x", 3.0, 0.1)
+    return [
+        good | {"job": "x1", "size_bytes": 10**30},
+        good | {"job": "x2", "chunk_bytes": 10**30},
+        good | {"job": "x3", "chunk_bytes": TOTAL + 1},  # a chunk larger than the data set
+        good | {"job": "x4", "t_hit": float("nan")},
+        good | {"job": "x5", "t_miss": float("inf")},
+        good | {"job": "x6", "t_hit": -1.0},
+        good | {"job": "x7", "gpus": 10**6},
+        good | {"job": "x8", "gpus": True},
+        good | {"job": "x9" * 200},
+        good | {"job": "x10", "size_bytes": TOTAL * 2},  # in range, not this data set's size
+        {"job": "x11"},
+        [1, 2],  # type: ignore[list-item]
+    ]
+
+
+@pytest.mark.parametrize("own_t_hit", [0.5, 1.0])  # the job gains 2x, or nothing
+def test_no_hostile_record_of_the_jobs_data_set_changes_its_placement(own_t_hit: float) -> None:
+    own = _record("me", 1.0, own_t_hit)
+    alone = place_job(own, [], budget_bytes=BUDGET)
+    assert counted(own, _hostile()) == []
+    assert place_job(own, _hostile(), budget_bytes=BUDGET) == alone
+    # a well-formed record of the same data set (another job on it) changes nothing
+    # either: the data set's space is the job's own, and its switch its own benefit
+    other = _record("x", 900.0, 0.001, chunk_bytes=TOTAL)
+    assert place_job(own, [other], budget_bytes=BUDGET).caching == alone.caching
+    assert place_job(own, [other], budget_bytes=BUDGET).cap_bytes == alone.cap_bytes
+
+
+def test_a_records_benefit_weighs_at_most_max_benefit() -> None:
+    huge = ProbeResult("x", "e", t_miss=3600.0, t_hit=1e-300)
+    assert saved_gpus([huge]) == {"e": MAX_BENEFIT - 1.0}
+    with pytest.raises(HotsetError, match=r"size_bytes must be an integer in 0\.\.2"):
+        from_record(_record("x", 1.0, 1.0, size_bytes=10**30))
+
+
+def test_the_state_keeps_at_most_max_board_cleaned_records() -> None:
+    own = _record("me", 1.0, 0.5)
+
+    def applied(board: list[Any]) -> dict[str, Any]:
+        system = _system()
+        _policy(system).apply_board(own, board, budget_bytes=BUDGET, epoch=2)
+        return _policy(system).state_dict()["loop"]["applied"]
+
+    control = applied([])
+    bad = applied(_hostile() * 10_000)  # 120,000 records, none counted
+    assert bad["board"] == [] and bad["skipped"] == 120_000
+    assert len(json.dumps(bad)) - len(json.dumps(control)) == len("120000") - len("0")
+    padded = [_record(f"j{i:06d}", 2.0, 1.0) | {"pad": "x" * 1000} for i in range(100_000)]
+    many = applied(padded)
+    assert len(many["board"]) == MAX_BOARD and many["skipped"] == 100_000 - MAX_BOARD
+    assert all("pad" not in r for r in many["board"])  # what is kept is the record alone
+    assert len(json.dumps(many)) < 250 * MAX_BOARD
+
+
+def test_a_resume_counts_the_records_its_state_kept_as_the_run_did() -> None:
+    own = _record("me", 1.0, 0.5)
+    system = _system()
+    board = [*_hostile(), _record("x", 3.0, 1.0)]
+
+    def hook(epoch: int, system: Any) -> None:
+        if epoch >= 1:
+            _policy(system).apply_board(own, board, budget_bytes=BUDGET, epoch=epoch)
+
+    _run(system, epochs=3, before=hook)
+    keys = ("board_jobs", "board_skipped", "caching", "placement", "cap_bytes")
+    summary = {k: _policy(system).summary()[k] for k in keys}
+    assert summary["board_jobs"] == 1 and summary["board_skipped"] == len(_hostile())
+    state = json.loads(json.dumps(_policy(system).state_dict()))
+    again = _system()
+    _policy(again).load_state_dict(state)
+    assert {k: _policy(again).summary()[k] for k in keys} == summary
+
+
+def test_another_data_sets_record_competes_as_the_paper_places_it() -> None:
+    """On a content-addressed namespace (several data sets) another data set's record
+    is a competitor: it takes space by its benefit per byte, within the budget."""
+    own = _record("me", 1.5, 1.0)
+    rival = _record("x", 3.0, 1.0, dataset="e", size_bytes=TOTAL // 4)
+    assert place_job(own, [], budget_bytes=BUDGET).caching is True
+    assert place_job(own, [rival], budget_bytes=BUDGET).caching is False
+    space = DataSetSpace(TOTAL, TOTAL // 10)
+    assert space.cost("chunks") <= BUDGET

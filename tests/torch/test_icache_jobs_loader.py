@@ -108,9 +108,10 @@ def test_the_jobs_snapshot_is_saved_and_a_resume_does_not_ask_again(
         )  # fmt: skip
 
     n = 200
-    peer = SharedJobs(RedisCache(redis_url, namespace="resume@x", capacity_bytes=1000), "peer")
     job, again = make(), make()
-    peer.key = job._jobs.shared.key  # the namespace's own hash (its data set identity)
+    # the namespace's own records (its data set identity)
+    peer = SharedJobs(RedisCache(redis_url, namespace=job.namespace, capacity_bytes=1000), "peer")
+    assert peer.key == job._jobs.shared.key
     hard = np.random.default_rng(0).random(n) + 0.1
     try:
         peer.publish(9.0, np.linspace(0.0, 1.0, n))  # an eligible job that ranks by id

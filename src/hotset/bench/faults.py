@@ -26,7 +26,10 @@ Scenarios:
   xxh3's cost per sample;
 * the integrity and security review's scenarios (stale and reordered chunks, a
   planted payload, an evicting Redis, a worker killed in its write turn, a
-  package directory full or read-only): :mod:`hotset.bench.faults_security`.
+  package directory full or read-only): :mod:`hotset.bench.faults_security`;
+* the records other jobs write (probe board, job importance) poisoned: deep,
+  claiming 10**30 bytes, non-finite, future-dated, 100,000 of them, each against a
+  control run: :mod:`hotset.bench.faults_records`.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from hotset.bench.fault_epochs import epoch_row, read_files
+from hotset.bench.faults_records import run_records
 from hotset.bench.faults_recovery import run_recovery
 from hotset.bench.faults_security import run_security
 from hotset.errors import HotsetError, IntegrityError
@@ -443,4 +447,5 @@ def run(*, n: int = 2000, runs: int = 4, progress: bool = False) -> dict[str, An
         rows += _integrity(root)
         rows += run_security(root, runs=runs, say=say)
         rows += run_recovery(root, runs=runs, say=say)
+        rows += run_records(runs=max(1, runs // 2), say=say)
     return {"n": n, "runs": runs, "table": rows}

@@ -6,7 +6,11 @@ pass over that chunk: deleting the entries at once would turn that job's hits
 into storage reads. So a chunk is *marked* when a job releases it and *evicted*
 when every job that used it has released it, or, so that one slow job cannot
 hold the next chunk's load back for long, once ``force_after_s`` have passed
-since the first release.
+since the first release. What another client writes there (a job set of fake
+holders, a first-release time that is no number or lies ahead, keys of another
+type) changes at most when a chunk's entries are deleted -- never later than
+``2 * force_after_s`` after this job released it (checked at its next write), and
+never before it did -- and never fails a put or a release.
 
 :class:`ChunkRefs` wraps the namespace's :class:`~hotset.cachestore.redis_store.RedisCache`
 (or its content-addressed subclass) for one job: a put of a chunk's members
@@ -52,18 +56,23 @@ __all__ = ["ChunkRefs"]
 
 # KEYS: the chunk's job set, its first-release time. ARGV: job, now, force_after_s, ttl_s.
 # Returns 1 when the entries are to be deleted now, 0 when they stay for other jobs.
+# What another client wrote there is no reason to fail: a key of another type is no job
+# set (deleted), and a first-release time that is no number, or lies ahead of now, is
+# no release's (the clock starts now).
 _RELEASE = """
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'set' then redis.call('DEL', KEYS[1]) end
+if redis.call('TYPE', KEYS[2])['ok'] ~= 'string' then redis.call('DEL', KEYS[2]) end
 redis.call('SREM', KEYS[1], ARGV[1])
 if redis.call('SCARD', KEYS[1]) == 0 then
   redis.call('DEL', KEYS[2])
   return 1
 end
-local first = redis.call('GET', KEYS[2])
-if not first then
+local first = tonumber(redis.call('GET', KEYS[2]))
+if (not first) or first ~= first or first > tonumber(ARGV[2]) + 1 then
   redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[4])
   return 0
 end
-if tonumber(ARGV[2]) - tonumber(first) >= tonumber(ARGV[3]) then
+if tonumber(ARGV[2]) - first >= tonumber(ARGV[3]) then
   redis.call('DEL', KEYS[1], KEYS[2])
   return 1
 end
@@ -124,16 +133,32 @@ class ChunkRefs:
             self._pending.pop(g, None)  # ours again: no longer ours to delete
         self._overdue()
         if touched:
+            self._ref(sorted(touched))
+        self.cache.put_many(items)
+
+    def _ref(self, groups: list[int]) -> None:
+        """Ref ``groups`` for this job (one round trip). A job set another client left
+        of another type is deleted and the ref made again, not a failed put."""
+        for attempt in range(2):
             pipe = self.cache.client.pipeline(transaction=False)
-            ttl = int(self.ttl_s)
-            for g in sorted(touched):
+            for g in groups:
                 jobs, first = self._keys(g)
                 pipe.sadd(jobs, self.job)
-                pipe.expire(jobs, ttl)
+                pipe.expire(jobs, int(self.ttl_s))
                 pipe.delete(first)  # in use again: the forced-eviction clock starts anew
             with self.cache.talking():
+                replies = pipe.execute(raise_on_error=attempt > 0)
+            wrong = [
+                g for g, r in zip(groups, replies[::3], strict=True) if isinstance(r, Exception)
+            ]
+            if not wrong:
+                return
+            pipe = self.cache.client.pipeline(transaction=False)
+            for g in wrong:  # one key a command: a cluster's groups lie in several slots
+                pipe.delete(self._keys(g)[0])
+            with self.cache.talking():
                 pipe.execute()
-        self.cache.put_many(items)
+            groups = wrong
 
     def delete_many(self, keys: Sequence[CacheKey]) -> None:
         """Unref the chunks of ``keys``; delete the entries of those no job holds any more."""
@@ -177,12 +202,16 @@ class ChunkRefs:
             return bool(int(self._script(keys=[jobs, first], args=args)))
 
     def _overdue(self) -> None:
-        """Force the eviction of chunks this job released ``force_after_s`` ago or more."""
+        """Force the eviction of chunks this job released ``force_after_s`` ago or more:
+        when the server's first release is that old, or, whatever the server holds (a
+        first-release time another client keeps rewriting ahead), once this job's own
+        release is twice that old."""
         clock = time.monotonic()
         due = [g for g, (at, _) in self._pending.items() if clock - at >= self.force_after_s]
         gone: list[CacheKey] = []
         for g in due:
-            if self._release(g):
+            late = clock - self._pending[g][0] >= 2 * self.force_after_s
+            if self._release(g) or late:
                 gone += self._pending.pop(g)[1]
         if gone:
             self.cache.delete_many(gone)

@@ -17,6 +17,13 @@ reads, they never decide what is trained.
 A unit is named by the hash of its chunk file, so two data sets sharing a
 content-addressed namespace (``@content``) never mistake each other's units;
 a unit without a hash (packages a policy wrote for itself) is never claimed.
+
+A claim is a key any client of the server can write, so one that no claimant
+set -- no expiry, or one longer than a claim holds, or a key of another type --
+is not honoured: the caller takes the claim over (one script, all of a batch's
+names, which share the namespace's hash slot). Another job can thus hold back a
+unit's background read for at most :data:`CLAIM_TTL_S`, which costs its members
+a read when served (a rebuild read), never what is trained.
 """
 
 from __future__ import annotations
@@ -32,6 +39,26 @@ __all__ = ["CLAIM_TTL_S", "claim", "release"]
 #: (:func:`release`); the expiry only covers a claimant that died in between
 CLAIM_TTL_S = 3.0
 
+# KEYS: the claims. ARGV: ttl_ms. Per key 1 (claimed) or 0 (another claimant holds it).
+_CLAIM = """
+local ttl = tonumber(ARGV[1])
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('SET', key, '1', 'NX', 'PX', ttl) then
+    out[i] = 1
+  else
+    local left = redis.call('PTTL', key)
+    if left < 0 or left > ttl or redis.call('TYPE', key)['ok'] ~= 'string' then
+      redis.call('SET', key, '1', 'PX', ttl)
+      out[i] = 1
+    else
+      out[i] = 0
+    end
+  end
+end
+return out
+"""
+
 
 def _key(inner: RedisCache, name: str) -> str:
     return f"hotset-claim:{{{inner.namespace}}}:{name}"
@@ -46,11 +73,10 @@ def claim(cache: object, names: Sequence[str], *, ttl_s: float = CLAIM_TTL_S) ->
     inner = cache.cache if isinstance(cache, ChunkRefs) else cache
     if not names or not isinstance(inner, RedisCache):
         return [True] * len(names)
-    pipe = inner.client.pipeline(transaction=False)
-    for name in names:
-        pipe.set(_key(inner, name), b"1", nx=True, px=int(ttl_s * 1e3))
+    script = inner.client.register_script(_CLAIM)
+    keys = [_key(inner, name) for name in names]
     with inner.talking():
-        return [bool(reply) for reply in pipe.execute()]
+        return [bool(reply) for reply in script(keys=keys, args=[max(1, int(ttl_s * 1e3))])]
 
 
 def release(cache: object, names: Sequence[str]) -> None:

@@ -15,10 +15,13 @@ The key lives beside the namespace's entries, not under its prefix
 namespace never meet it; it expires on its own ``ttl_s`` after the last publish,
 so a namespace nobody has used for that long starts again at chunk 0, as the
 paper's manager does when nothing is cached. What the server holds is parsed as a
-decimal number and nothing else: anything else reads as "nothing loaded". A
-server that fails here reads as nothing loaded too, and a publish that fails is
-skipped: where a job starts its cycle changes how much it reads, never what it
-trains.
+decimal number of at most 12 digits (a cycle of 10**12 chunks is beyond any run, and
+a job that joined there still counts far below the 10**18 a publish takes) and
+nothing else: anything else reads as "nothing loaded", and so does a value that
+would outlive ``ttl_s`` (no expiry, or a longer one: no publish wrote it), which the
+read deletes. A server that fails here reads as nothing loaded too, and a publish
+that fails is skipped: where a job starts its cycle (one of its chunks) changes how
+much it reads, never what it trains.
 """
 
 from __future__ import annotations
@@ -32,18 +35,34 @@ __all__ = ["SharedCycle"]
 
 #: the largest step a published value may hold (18 digits: far beyond any run)
 _MAX_STEP = 10**18 - 1
+#: the most digits of a step read back: a job joins at most at 10**12 - 1
+_READ_DIGITS = 12
 
 # KEYS: the namespace's cycle key. ARGV: the step, ttl_s. Keeps the larger step; a value
 # that is not a step (what current() reads as nothing) is replaced.
 _PUBLISH = """
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'string' then redis.call('DEL', KEYS[1]) end
 local now = redis.call('GET', KEYS[1])
-local valid = now and #now <= 18 and string.match(now, '^%d+$')
+local valid = now and #now <= 12 and string.match(now, '^%d+$')
 if (not valid) or (tonumber(ARGV[1]) > tonumber(now)) then
   redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 else
   redis.call('EXPIRE', KEYS[1], ARGV[2])
 end
 return 1
+"""
+
+# KEYS: the cycle key. ARGV: ttl_s. The value, or nil where it is no publish's (another
+# type, no expiry, or one longer than a publish sets): such a value is deleted.
+_CURRENT = """
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then return false end
+local left = redis.call('PTTL', KEYS[1])
+if kind ~= 'string' or left < 0 or left > 1000 * tonumber(ARGV[1]) then
+  redis.call('DEL', KEYS[1])
+  return false
+end
+return redis.call('GET', KEYS[1])
 """
 
 
@@ -61,13 +80,14 @@ class SharedCycle:
         #: publishes the server did not take (it failed); reads it failed count as None
         self.failures = 0
         self._script: Any = cache.client.register_script(_PUBLISH)  # loaded on first use
+        self._current: Any = cache.client.register_script(_CURRENT)
 
     def current(self) -> int | None:
         """The largest step any job published within ``ttl_s``; None: nothing loaded
         (no job published, the key expired, or the server failed or holds no number)."""
         try:
             with self.cache.talking():
-                raw = self.cache.client.get(self.key)
+                raw = self._current(keys=[self.key], args=[max(1, int(self.ttl_s))])
         except CacheUnavailable:
             self.failures += 1
             return None
@@ -85,9 +105,9 @@ class SharedCycle:
 
 
 def parse_step(raw: object) -> int | None:
-    """A step the server holds: a decimal number of at most 18 digits, else None."""
+    """A step the server holds: a decimal number of at most 12 digits, else None."""
     if isinstance(raw, str):
         raw = raw.encode("ascii", "replace")
-    if not isinstance(raw, bytes) or not 0 < len(raw) <= 18 or not raw.isdigit():
+    if not isinstance(raw, bytes) or not 0 < len(raw) <= _READ_DIGITS or not raw.isdigit():
         return None
     return int(raw)

@@ -26,6 +26,9 @@ Choices the paper leaves open, made here and tested:
   (NaN) and adds nothing to the sum; the percentiles are over the items the
   job knows. An item no eligible job knows stays NaN (unknown), which the cache
   treats as it treats an unknown loss.
+* **A job's weight is capped** at :data:`MAX_BENEFIT`: ``benefit`` in the sum is
+  ``min(benefit, MAX_BENEFIT)``, so no one job (a forged one, say: jobs publish on a
+  shared server) outweighs the others by more than that, and the sum never overflows.
 * **No eligible job**: no AIV (``None``). Then the cache is worth nothing much to
   anyone, the paper gives no rule, and the caller keeps its single-job keys
   (:class:`hotset.policies.icache.ICache` keys by its own job's importance).
@@ -52,6 +55,13 @@ FloatArray = npt.NDArray[np.float64]
 ELIGIBLE_ABOVE = 1.5
 #: the paper's benefit probe: 20 mini-batches without the cache, then 20 with it
 BENEFIT_PROBE = 20
+#: the largest benefit a job's importance is weighed by: a job 1,000x faster from the
+#: cache is beyond anything measured (Fig. 14's jobs: 1.6x and 2.4x), so a job that
+#: claims more weighs no more than that, and a sum of them stays finite
+MAX_BENEFIT = 1000.0
+#: the most jobs' snapshots a cache is keyed by (each is a float per item): a shared
+#: namespace's jobs, read at most this many at a time, and kept as their one AIV
+MAX_JOBS = 16
 
 
 def check_threshold(value: object) -> float:
@@ -140,7 +150,8 @@ def eligible(benefit: float, threshold: float = ELIGIBLE_ABOVE, *, job: str = "?
 def adjusted_importance(
     jobs: Sequence[JobImportance], *, threshold: float = ELIGIBLE_ABOVE
 ) -> FloatArray | None:
-    """``AIV_i = sum of benefit^j * RIV_i^j`` over the cache-eligible jobs ``j``.
+    """``AIV_i = sum of benefit^j * RIV_i^j`` over the cache-eligible jobs ``j`` (each
+    benefit capped at :data:`MAX_BENEFIT`).
 
     None when no job is eligible (see the module docstring). NaN where no
     eligible job knows the item. Every job's RIV must cover the same items.
@@ -162,7 +173,7 @@ def adjusted_importance(
     known = np.zeros(len(total), dtype=bool)
     for j in sorted(chosen, key=lambda j: j.job):  # a fixed order: the same float sums
         has = ~np.isnan(j.riv)
-        total[has] += j.benefit * j.riv[has]
+        total[has] += min(j.benefit, MAX_BENEFIT) * j.riv[has]
         known |= has
     total[~known] = np.nan
     return total

@@ -84,11 +84,17 @@ class ImportanceKeys:
 
     def h_list(self, planned: IntArray | None, h_share: float) -> set[int] | None:
         """The top ``h_share`` of the planned ids (all ids without a plan) by importance,
-        ties by id; None before any importance is known (every id is H)."""
-        if self.scores is None:
+        ties by id; None before any importance is known (every id is H).
+
+        Under ``multijob`` the importance is the job's own latest snapshot (the one just
+        swapped in at an epoch's start), not the jobs' AIV: which requests are L, and so
+        may be served by a substitute, decides which ids the job trains, and other jobs
+        key what the cache keeps, never what a job trains."""
+        scores = self.scores if self.multijob is None else self.multijob.own
+        if scores is None:
             return None
-        ids = np.arange(len(self.scores)) if planned is None else np.unique(planned)
-        vals = np.nan_to_num(self.scores[ids], nan=np.inf)  # unknown: treat as important
+        ids = np.arange(len(scores)) if planned is None else np.unique(planned)
+        vals = np.nan_to_num(scores[ids], nan=np.inf)  # unknown: treat as important
         top = math.ceil(h_share * len(ids))
         order = np.lexsort((ids, -vals))
         return set(ids[order[:top]].tolist())

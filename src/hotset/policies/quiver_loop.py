@@ -43,7 +43,8 @@ from hotset.policies.quiver_chunks import StripedChunks
 from hotset.policies.quiver_placement import (
     DataSetSpace,
     Placement,
-    from_record,
+    clean_record,
+    counted,
     place_job,
     probe_result,
     record_of,
@@ -90,7 +91,9 @@ class PlacementState:
         self.probe_start = 0
         #: the epoch that probe began in
         self.probe_epoch = 0
-        #: the inputs last applied: {"own": record, "board": [records], "budget_bytes": int}
+        #: the inputs last applied: {"own": record, "board": [records], "budget_bytes": int,
+        #: "skipped": int}; ``board`` holds only the records the placement counts (cleaned,
+        #: at most ``MAX_BOARD``), ``skipped`` how many others the board gave
         self.applied: dict[str, Any] | None = None
         #: derived from ``applied``: the decision
         self.placement: Placement | None = None
@@ -120,13 +123,15 @@ class PlacementState:
             if self.applied is None:
                 return False
             own = self.applied["own"]
-        from_record(own)  # a bad own record fails here, naming it
+        own = clean_record(own)  # a bad own record fails here, naming it
         if epoch == self.probe_epoch + 1:
             return False  # the probe's second window runs with the cache as it is
+        kept = counted(own, board)  # what another job's record can do is bounded here
         applied = {
-            "own": dict(own),
-            "board": [dict(r) for r in board],
+            "own": own,
+            "board": kept,
             "budget_bytes": int(budget_bytes),
+            "skipped": len(board) - len(kept),
         }
         before = (self.caching_off, self.cap_bytes)
         self._derive(applied)
@@ -193,11 +198,14 @@ class PlacementState:
         if applied is None:
             self.applied, self.placement, self.cap_bytes = None, None, None
         else:
+            own = clean_record(applied["own"])
+            kept = counted(own, applied["board"])
             self._derive(
                 {
-                    "own": dict(applied["own"]),
-                    "board": [dict(r) for r in applied["board"]],
+                    "own": own,
+                    "board": kept,
                     "budget_bytes": int(applied["budget_bytes"]),
+                    "skipped": int(applied.get("skipped", 0)) + len(applied["board"]) - len(kept),
                 }
             )
         # a re-probe epoch lifts the switch the inputs give: the state says which holds
@@ -213,6 +221,7 @@ class PlacementState:
             "cap_bytes": self.cap_bytes,
             "probe_epoch": self.probe_epoch,
             "board_jobs": 0 if self.applied is None else len(self.applied["board"]),
+            "board_skipped": 0 if self.applied is None else self.applied["skipped"],
         }
 
 

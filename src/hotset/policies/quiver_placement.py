@@ -40,6 +40,11 @@ from hotset.errors import HotsetError
 
 OPTIONS = ("full", "chunks", "none")
 
+#: the largest benefit a job counts with: a job 1,000x faster from the cache is beyond
+#: anything measured (14x to 53x in ``bench placement``), so one record claiming more
+#: (``t_hit`` near 0) weighs no more than that
+MAX_BENEFIT = 1000.0
+
 
 @dataclass(frozen=True)
 class ProbeResult:
@@ -101,7 +106,8 @@ def saved_gpus(probes: Sequence[ProbeResult], *, min_benefit: float = 1.1) -> di
     """Per data set, the GPU time its jobs save when it is cached: sum of ``(b - 1) * gpus``."""
     out: dict[str, float] = {}
     for p in probes:
-        gain = (p.benefit - 1.0) * p.gpus if p.benefit >= min_benefit else 0.0
+        benefit = min(p.benefit, MAX_BENEFIT)
+        gain = (benefit - 1.0) * p.gpus if benefit >= min_benefit else 0.0
         out[p.dataset] = out.get(p.dataset, 0.0) + gain
     return out
 
@@ -144,6 +150,15 @@ def place(
 #: what one board record holds, each a plain number or string (what the board stores as
 #: JSON and a policy's state records): a job's probe and its data set's space
 RECORD_FIELDS = ("job", "dataset", "t_miss", "t_hit", "gpus", "size_bytes", "chunk_bytes")
+#: a board record's bounds, each beyond anything a real job publishes (a record outside
+#: them is no job's and is skipped): names, a mini-batch's seconds, GPUs (a rank is one),
+#: a data set's bytes (2**60: an exabyte; a claim of 10**30 bytes is no data set's)
+MAX_NAME = 200
+MAX_BATCH_S = 86_400.0
+MAX_GPUS = 1024
+MAX_DATASET_BYTES = 2**60
+#: the most other jobs' records one placement counts (the board reads as many)
+MAX_BOARD = 64
 
 
 @dataclass(frozen=True)
@@ -177,26 +192,82 @@ def record_of(probe: ProbeResult, space: DataSetSpace) -> dict[str, str | int | 
 
 
 def from_record(record: Mapping[str, object]) -> tuple[ProbeResult, DataSetSpace]:
-    """A board record back as a probe and a space; a bad record is a HotsetError."""
+    """A board record back as a probe and a space; a record outside the bounds above
+    (or missing a field) is a HotsetError naming what is wrong."""
+    if not isinstance(record, Mapping):
+        raise HotsetError(f"a probe record is a mapping, got {type(record).__name__}")
     missing = [f for f in RECORD_FIELDS if f not in record]
     if missing:
-        raise HotsetError(f"probe record lacks {', '.join(missing)}: {dict(record)!r}")
+        raise HotsetError(f"probe record lacks {', '.join(missing)}: {_short(record)}")
     job, dataset = record["job"], record["dataset"]
-    if not isinstance(job, str) or not isinstance(dataset, str):
-        raise HotsetError(f"probe record: job and dataset must be strings, got {dict(record)!r}")
-    sizes = [v for v in (record["size_bytes"], record["chunk_bytes"]) if _count(v)]
-    if len(sizes) != 2:
-        raise HotsetError(f"probe record: sizes must be integers >= 0, got {dict(record)!r}")
+    if not _name(job) or not _name(dataset):
+        raise HotsetError(
+            f"probe record: job and dataset must be strings of 1-{MAX_NAME} characters, "
+            f"got {_short(record)}"
+        )
+    size, chunk = record["size_bytes"], record["chunk_bytes"]
+    if not _count(size, MAX_DATASET_BYTES) or not _count(chunk, size):
+        raise HotsetError(
+            f"probe record: size_bytes must be an integer in 0..2**60 and chunk_bytes one "
+            f"in 0..size_bytes, got {_short(record)}"
+        )
     t_miss, t_hit, gpus = record["t_miss"], record["t_hit"], record["gpus"]
     for t in (t_miss, t_hit):
-        if not isinstance(t, int | float) or isinstance(t, bool) or not math.isfinite(t):
-            raise HotsetError(f"probe record: times must be finite numbers, got {dict(record)!r}")
-    probe = ProbeResult(job, dataset, t_miss, t_hit, gpus)  # type: ignore[arg-type]
-    return probe, DataSetSpace(sizes[0], sizes[1])
+        if not _number(t) or not 0 < t <= MAX_BATCH_S:
+            raise HotsetError(
+                f"probe record: times must be finite numbers in (0, {MAX_BATCH_S:.0f}] s, "
+                f"got {_short(record)}"
+            )
+    if not _count(gpus, MAX_GPUS) or gpus < 1:
+        raise HotsetError(f"probe record: gpus must be in 1..{MAX_GPUS}, got {_short(record)}")
+    probe = ProbeResult(job, dataset, float(t_miss), float(t_hit), gpus)  # type: ignore[arg-type]
+    return probe, DataSetSpace(size, chunk)
 
 
-def _count(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+def clean_record(record: Mapping[str, object]) -> dict[str, str | int | float]:
+    """``record`` checked (:func:`from_record`) and cut to :data:`RECORD_FIELDS`: what a
+    policy keeps of it, so a record padded with other fields costs its state nothing."""
+    probe, space = from_record(record)
+    return record_of(probe, space)
+
+
+def _short(record: Mapping[str, object]) -> str:
+    text = repr(dict(record))
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def _name(value: object) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MAX_NAME
+
+
+def _number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: object, most: object) -> TypeGuard[int]:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return ok and isinstance(most, int) and value <= most  # type: ignore[operator]
+
+
+def counted(
+    own: Mapping[str, object], board: Sequence[Mapping[str, object]]
+) -> list[dict[str, str | int | float]]:
+    """The records of ``board`` a placement counts, cleaned (:func:`clean_record`), by
+    job id, at most :data:`MAX_BOARD`: a record that is not one is skipped, so are the
+    job's own (``own`` stands for it) and a record of the job's data set that gives it
+    another size (one data set has one size: that record is no job's of it)."""
+    mine, my_space = from_record(own)
+    kept: dict[str, dict[str, str | int | float]] = {}
+    for record in board:
+        try:
+            clean = clean_record(record)
+        except HotsetError:
+            continue
+        same_set = clean["dataset"] == mine.dataset
+        if clean["job"] == mine.job or (same_set and clean["size_bytes"] != my_space.size_bytes):
+            continue
+        kept[str(clean["job"])] = clean
+    return [kept[j] for j in sorted(kept)[:MAX_BOARD]]
 
 
 def place_job(
@@ -206,17 +277,18 @@ def place_job(
     budget_bytes: int,
     min_benefit: float = 1.1,
 ) -> Placement:
-    """One job's placement: :func:`place` over every job's probe on the board (the
-    job's own record ``own`` replaces any of its on the board, so a job whose
-    publish failed still counts), then the job's own switch.
+    """One job's placement: :func:`place` over the job's own record and the records of
+    the board it counts (:func:`counted`; the own record replaces any of the job's on
+    the board, so a job whose publish failed still counts), then the job's own switch.
 
-    A data set's space is the largest any record gives for it (records of one data
-    set agree but for a job's budget). Pure: the same records give the same decision.
+    The job's data set's space is its own record's; another data set's is the largest
+    any record gives for it (records of one data set agree but for a job's budget).
+    Pure: the same records give the same decision.
     """
     mine, my_space = from_record(own)
-    probes: dict[str, ProbeResult] = {}
+    probes: dict[str, ProbeResult] = {mine.job: mine}
     spaces: dict[str, DataSetSpace] = {}
-    for record in [*board, own]:
+    for record in counted(own, board):
         probe, space = from_record(record)
         probes[probe.job] = probe
         have = spaces.get(probe.dataset)
@@ -225,6 +297,7 @@ def place_job(
             have.chunk_bytes,
         ):
             spaces[probe.dataset] = space
+    spaces[mine.dataset] = my_space
     ordered = [probes[j] for j in sorted(probes)]
     option = place(spaces, ordered, budget_bytes=budget_bytes, min_benefit=min_benefit)[
         mine.dataset

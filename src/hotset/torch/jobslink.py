@@ -14,6 +14,13 @@ is part of the state a checkpoint saves from then on, and restoring a checkpoint
 does not ask again. An epoch resumed mid-way was not timed from its first batch:
 it measures nothing, and the last benefit (if any) is published again. A job that
 has measured nothing yet publishes nothing and reads the others.
+
+What the others publish is bounded before it reaches the policy: at most 16 entries
+that pass their checks (:mod:`hotset.cachestore.job_importance`), each weighing at
+most 1,000 (:data:`hotset.importance.multijob.MAX_BENEFIT`); the policy keeps their
+one AIV in its state, and it keys what the cache keeps, never which requests the job
+may see substituted (its own importance names its H-list). :meth:`JobsLink.stats`
+counts what was skipped.
 """
 
 from __future__ import annotations
@@ -55,6 +62,10 @@ class JobsLink:
             scores = self.system.table.snapshot().scores
             self.shared.publish(self.benefit, relative_importance(scores))
         self.system.policy.update_jobs(self.shared.read(n))  # type: ignore[attr-defined]
+
+    def stats(self) -> dict[str, int]:
+        """Failed calls, invalid entries skipped and entries aged out, so far."""
+        return self.shared.stats()
 
     def leave(self) -> None:
         """The loader closes: the other jobs stop counting this one."""

@@ -17,6 +17,14 @@ loader closes, the record is withdrawn.
 A resumed loader has no own record until its policy probes again: until then the
 policy places by the own record its state holds (``own=None``), against the board
 as it is now; a resume between a probe's two windows loses that probe.
+
+What another job's record can change is bounded twice: the board returns at most
+64 records that parse and pass their checks (:mod:`hotset.cachestore.probe_board`),
+and on a namespace that is one data set's (``<key>@<identity>``, every namespace but
+a content-addressed one) a record naming another data set is no job's of this
+namespace: it is skipped here and counted (:meth:`ProbeLink.stats`), so only
+records of the job's own data set reach the placement, where they cannot take its
+space (``docs/distributed.md``).
 """
 
 from __future__ import annotations
@@ -61,13 +69,25 @@ class ProbeLink:
         self._miss: list[float] | None = None
         self._timed = False  # the current epoch's window is taken
         self._published_at = 0.0
+        #: records skipped here: another data set's on a namespace of this one's
+        self.foreign = 0
 
     def before_epoch(self, epoch: int) -> None:
         """Before ``epoch`` begins: give the policy the board and the job's record."""
         self._timed = False
         others = [] if self.board is None else self.board.read()
         board = [r for r in others if r.get("job") != self.job]
+        if self.board is not None and self.board.cache.namespace.endswith(f"@{self.dataset}"):
+            mine = [r for r in board if r.get("dataset") == self.dataset]
+            self.foreign += len(board) - len(mine)
+            board = mine
         self.policy.apply_board(self.own, board, budget_bytes=self.budget_bytes, epoch=epoch)
+
+    def stats(self) -> dict[str, int]:
+        """What the job skipped of the board so far: failed calls, garbled records,
+        records aged out unread, and other data sets' records (see the module)."""
+        board = {} if self.board is None else self.board.stats()
+        return {**board, "board_foreign": self.foreign}
 
     def after_batch(self, batch_seconds: Sequence[float]) -> None:
         """After each batch is timed: take a probe window once timed, publish the record
