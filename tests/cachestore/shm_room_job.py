@@ -15,6 +15,11 @@ import hotset
 from hotset.errors import HotsetError
 
 
+def _say(line: str) -> None:
+    """One write per line: two ranks share the pipe, and print's pieces interleaved."""
+    os.write(1, (line + "\n").encode())
+
+
 def main() -> None:
     data, workers, cache = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     ranked = "RANK" in os.environ
@@ -26,12 +31,12 @@ def main() -> None:
         ds = hotset.open_dataset(data)
         with hotset.loader(ds, system="lru", cache=cache, num_workers=workers, batch_size=8) as ld:
             ld.set_epoch(0)
-            print("OK", sum(len(b[2]) for b in ld), flush=True)
+            _say(f"OK {sum(len(b[2]) for b in ld)}")
     except HotsetError as exc:
-        print("HOTSET", exc, flush=True)
+        _say(f"HOTSET {exc}")
     if ranked:
         dist.barrier()
-    print("LEFT", sorted(os.listdir("/dev/shm")), flush=True)
+    _say(f"LEFT {sorted(os.listdir('/dev/shm'))}")
 
 
 if __name__ == "__main__":
