@@ -241,6 +241,12 @@ def run_live(
                 epochs=epochs,
             )
             del images
+            setup = _irreducible_setup(
+                sys_obj, trainer, store, keys, seed=seed, batch_size=batch_size, lr=lr,
+                compute_seconds=compute_ms_per_batch / 1000.0,
+                meta={"channels": channels, "image_size": [height, width],
+                      "num_classes": num_classes},
+            )  # fmt: skip
             driver = _Driver(
                 system=sys_obj,
                 store=store,
@@ -259,8 +265,40 @@ def run_live(
 
     return _result(
         system, dataset, cache_frac, seed, model_name, n_train, len(val_rows), capacity,
-        train_sizes, epoch_rows, driver, record_accesses, config=config,
+        train_sizes, epoch_rows, driver, record_accesses, config=config, setup=setup,
     )  # fmt: skip
+
+
+def _irreducible_setup(
+    system: System,
+    trainer: _Trainer,
+    store: Any,
+    keys: list[str],
+    *,
+    seed: int,
+    batch_size: int,
+    lr: float,
+    compute_seconds: float,
+    meta: dict[str, Any],
+) -> dict[str, Any] | None:
+    """``sampler=rho`` without irreducible losses: train the held-out models
+    (:mod:`hotset.sim.irreducible`), give the system their losses, charge their cost
+    on the modeled clock before the first epoch; what was charged (None: nothing to do)."""
+    if not system.needs_irreducible:
+        return None
+    from hotset.sim import irreducible
+    from hotset.sim.models import make_model
+
+    losses = irreducible.holdout_losses(
+        trainer.x_train,
+        trainer.y_train,
+        make_net=lambda: make_model("auto", meta),
+        seed=seed,
+        batch_size=batch_size,
+        lr=lr,
+    )
+    system.set_irreducible(np.arange(len(losses)), losses)
+    return irreducible.charge(store, keys, batch_size=batch_size, compute_seconds=compute_seconds)
 
 
 def _result(
@@ -278,6 +316,7 @@ def _result(
     record_accesses: bool,
     *,
     config: dict[str, Any],
+    setup: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {
         "system": system,
@@ -293,6 +332,8 @@ def _result(
         "epochs": epoch_rows,
         "totals": _totals(epoch_rows),
         "policy": driver.system.policy.summary(),
+        #: work charged before the first epoch (sampler=rho's held-out models), or None
+        "setup": setup,
     }
     if record_accesses:
         result["accesses"] = [order.tolist() for order in driver.orders]

@@ -26,8 +26,11 @@ Options (``scout[lookahead=1.8,ranged=true,stagger=true,preview=horizon,ramp=0.5
 * ``ramp``: a cold cache's horizon starts at this share of its length and grows to
   all of it over the first epoch, so the first batches do not read the whole
   fetched-ahead stock while every sample misses (0.5; 1: off, the ablation row);
-* ``sampler``: ``iis`` (iCACHE's importance sampling) or ``random`` (a uniform
-  permutation of every id: the ablation row without importance);
+* ``sampler``: ``iis`` (iCACHE's importance sampling), ``random`` (a uniform
+  permutation of every id: the ablation row without importance) or ``rho`` (IIS's
+  full epochs, its selection epochs keeping the ``rho_share`` of highest reducible
+  loss, RHO-loss: :mod:`hotset.samplers.rho`; ``irreducible=PATH`` or
+  ``loader.system.set_irreducible`` gives the irreducible losses);
 * ``beta``, ``window``, ``warm_up``, ``reuse_factor``: IIS's own
   (:mod:`hotset.samplers.iis`); ``coverage_epochs``: every id asked for at least
   once in that many epochs (10; 0 turns the guard off).
@@ -55,11 +58,12 @@ from hotset.samplers.iis import (
     IISSampler,
 )
 from hotset.samplers.random import RandomSampler
+from hotset.samplers.rho import RHO_SHARE, irreducible_option
 from hotset.samplers.shard import shard
 from hotset.systems.base import System, SystemSpec, with_defaults
 from hotset.systems.options import SystemOption, declare
 
-SAMPLERS = ("iis", "random")
+SAMPLERS = ("iis", "random", "rho")
 DEFAULTS: dict[str, Any] = {
     "lookahead": 1.8,
     "ranged": True,
@@ -72,6 +76,8 @@ DEFAULTS: dict[str, Any] = {
     "warm_up": WARM_UP,
     "reuse_factor": REUSE_FACTOR,
     "coverage_epochs": DEFAULT_COVERAGE_EPOCHS,
+    "rho_share": RHO_SHARE,
+    "irreducible": None,
 }
 
 
@@ -129,6 +135,7 @@ class _PreviewRandom(_Preview, RandomSampler):
 
 
 def _sampler(n: int, seed: int, opts: dict[str, Any]) -> _PreviewIIS | _PreviewRandom:
+    rho = irreducible_option("scout", n, rho=opts["sampler"] == "rho", path=opts["irreducible"])
     if opts["sampler"] == "random":
         return _PreviewRandom(n, seed=seed)
     return _PreviewIIS(
@@ -139,6 +146,8 @@ def _sampler(n: int, seed: int, opts: dict[str, Any]) -> _PreviewIIS | _PreviewR
         warm_up=opts["warm_up"],
         reuse_factor=opts["reuse_factor"],
         coverage_epochs=opts["coverage_epochs"],
+        rho=rho,
+        rho_share=opts["rho_share"],
     )
 
 
@@ -200,7 +209,11 @@ _DOCS: dict[str, tuple[str, str]] = {
         "a cold cache's horizon starts at this share of the full one and grows to it over "
         "the first epoch (1: no ramp)",
     ),
-    "sampler": ("|".join(SAMPLERS), "iis: iCACHE's importance sampling; random: every id"),
+    "sampler": (
+        "|".join(SAMPLERS),
+        "iis: iCACHE's importance sampling; random: every id; rho: IIS's schedule, selecting "
+        "the top rho_share by reducible loss (RHO-loss)",
+    ),
     "beta": ("number", "IIS: keep with percentile(loss) ** beta"),
     "window": ("int", "IIS: losses in the sliding window a percentile is taken over"),
     "warm_up": ("int", "IIS: full epochs before the first selection"),
@@ -208,6 +221,12 @@ _DOCS: dict[str, tuple[str, str]] = {
     "coverage_epochs": (
         "int",
         "every id asked for at least once in this many epochs (0: off)",
+    ),
+    "rho_share": ("number", "sampler=rho: share of the ids with a known loss kept"),
+    "irreducible": (
+        "none|path",
+        "sampler=rho: .npy array of one irreducible loss per id (none: set later with "
+        "loader.system.set_irreducible; the simulators train a held-out model)",
     ),
 }
 OPTIONS: dict[str, tuple[SystemOption, ...]] = {"scout": declare(DEFAULTS, _DOCS)}
