@@ -100,6 +100,7 @@ class ImpactSampler(IISSampler):
 
     def global_order(self, ctx: EpochContext) -> IntArray:
         values = self.importance(ctx)
+        self.tracker.set_world(ctx.world_size)  # S fills every rank's buffer (§III-E)
         if values is not None:
             self.tracker.observe(ctx.epoch - 1, values, full_epoch=ctx.epoch)
         return super().global_order(ctx)
