@@ -19,7 +19,8 @@ from hotset.systems.registry import split_systems
     default="digits",
     show_default=True,
     help="Comma list of synth, digits, imagenet-like, synth-sorted (label-sorted ids, "
-    "packed shuffled), synth-sorted-unshuffled (packed in id order).",
+    "packed shuffled), synth-sorted-unshuffled (packed in id order), synth-noisy (20%% "
+    "labels flipped, half the samples easy: where importance sampling should pay).",
 )
 @click.option(
     "--systems",
