@@ -12,13 +12,15 @@ wall seconds of each run are reported beside it.
 from __future__ import annotations
 
 import itertools
+import platform
 import statistics
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hotset.bench.workloads import needs_chunks, workload_dir
+from hotset.bench.workloads import PACK_CHUNK_SIZE, needs_chunks, workload_dir
 from hotset.storage.presets import SIMULATED_DEFAULT, StoreModel
 
 DEFAULT_SYSTEMS = ("pytorch", "lru", "minio", "shade")
@@ -64,6 +66,32 @@ def epoch_order_correlation(orders: Sequence[Sequence[int]]) -> float | None:
     return round(statistics.fmean(kept), 4) if kept else None
 
 
+def device_name(device: str) -> str:
+    """The accelerator's name (a result says which card made it), or the CPU's."""
+    import torch
+
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return str(torch.cuda.get_device_name(dev))
+    return f"CPU ({platform.processor() or platform.machine()})"
+
+
+def _time_note(
+    store: StoreModel, compute_ms: float, measured: bool, model: str, device: str
+) -> str:
+    """What the time columns are made of (simulated, or modeled I/O + measured compute)."""
+    io = f"the live-training simulator's virtual-clock store ({store.describe()})"
+    if measured:
+        return (
+            f"Time: modeled I/O from {io}, plus each step's compute as measured on {device} "
+            f"(model {model}); accuracy is real."
+        )
+    return (
+        f"Simulated time: {io} plus {compute_ms:g} ms of modeled compute per step; accuracy "
+        f"is real (model {model} trained on {device})."
+    )
+
+
 def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
     if not values:
         return None, None
@@ -84,13 +112,29 @@ def run(
     synth_n: int = 20_000,
     progress: bool = True,
     store: StoreModel = SIMULATED_DEFAULT,
+    chunk_size: int = PACK_CHUNK_SIZE,
+    model: str = "auto",
+    device: str = "cpu",
+    batch_size: int = 128,
+    lr: float = 0.05,
+    measure_compute: bool = False,
+    identification: bool = True,
 ) -> dict[str, Any]:
-    """Every (workload, seed, system) run; ``store`` is the modeled store they read from."""
+    """Every (workload, seed, system) run; ``store`` is the modeled store they read from.
+
+    ``chunk_size``: samples per chunk of the packed set the chunk systems read.
+    ``model``, ``device``, ``batch_size``, ``lr``: the live simulator's training
+    (``resnet18`` on ``cuda`` for the device-ready run); ``measure_compute`` charges
+    each step its measured time on the device instead of ``compute_ms``;
+    ``identification=False`` skips the per-epoch forward pass over every sample that
+    measures ``top1_precision`` (it changes no decision and no modeled time).
+    """
     from tqdm import tqdm
 
     from hotset.sim.live import run_live
     from hotset.systems.registry import parse_system
 
+    started = time.perf_counter()
     specs = {system: parse_system(system) for system in systems}  # "name[opt=v,...]" too
     packed = needs_chunks(systems)
     order = [BASELINE, *[s for s in systems if s != BASELINE]]
@@ -101,7 +145,12 @@ def run(
     for workload, seed, system in bar:
         bar.set_postfix_str(f"{workload} seed {seed} {system}")
         dataset = workload_dir(
-            workload, data_dir=data_dir, synth_n=synth_n, progress=progress, packed=packed
+            workload,
+            data_dir=data_dir,
+            synth_n=synth_n,
+            progress=progress,
+            packed=packed,
+            chunk_size=chunk_size,
         )
         name, options = specs.get(system) or parse_system(system)
         result = run_live(
@@ -112,8 +161,13 @@ def run(
             epochs=epochs,
             seed=seed,
             compute_ms_per_batch=compute_ms,
-            measure_identification=True,
+            measure_identification=identification,
             record_accesses=True,
+            model=model,
+            device=device,
+            batch_size=batch_size,
+            lr=lr,
+            measure_compute=measure_compute,
             **store.link(),
         )
         final = result["totals"]["final_val_accuracy"]
@@ -219,13 +273,19 @@ def run(
             "cache_frac": cache_frac,
             "compute_ms_per_batch": compute_ms,
             "store": store.as_dict(),
+            "chunk_size": chunk_size,
+            "model": model,
+            "device": device,
+            "batch_size": batch_size,
+            "lr": lr,
+            "measure_compute": measure_compute,
+            "device_name": device_name(device),
+            "wall_seconds_total": round(time.perf_counter() - started, 1),
         },
         "table": table,
         "runs": runs,
         "notes": [
-            f"Modeled time: the live-training simulator's virtual-clock store ({store.describe()}) "
-            f"plus {compute_ms:g} ms of modeled compute per step; accuracy is real (a small model "
-            "trained on the CPU).",
+            _time_note(store, compute_ms, measure_compute, model, device),
             "Target = the pytorch baseline's final validation accuracy at the same seed; "
             "time_to_target is the modeled time at the end of the first epoch reaching it "
             "(mean ± std over the seeds that reached it; 'reached' counts them).",
