@@ -48,6 +48,7 @@ from hotset.errors import HotsetError
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.scout import Scout
+from hotset.policies.scout_rounds import LANES, ScoutRounds
 from hotset.samplers.base import EpochContext, IntArray, Sampler
 from hotset.samplers.iis import (
     BETA,
@@ -64,7 +65,14 @@ from hotset.systems.base import System, SystemSpec, with_defaults
 from hotset.systems.options import SystemOption, declare
 
 SAMPLERS = ("iis", "random", "rho")
+#: how the sampler's ids are served: in rounds of chunk pieces (the set, arranged by
+#: chunk) or in the order drawn (lookahead windows)
+SERVES = ("rounds", "order")
+#: the options only ``serve=order`` reads (its lookahead windows)
+ORDER_ONLY = ("lookahead", "ranged", "stagger", "preview", "ramp")
 DEFAULTS: dict[str, Any] = {
+    "serve": SERVES[0],
+    "lanes": LANES,
     "lookahead": 1.8,
     "ranged": True,
     "stagger": True,
@@ -101,6 +109,20 @@ def _check(opts: dict[str, Any]) -> None:
     for key in ("ranged", "stagger"):
         if not isinstance(opts[key], bool):
             raise HotsetError(f"system 'scout': {key} must be true or false, got {opts[key]!r}")
+    if opts["serve"] not in SERVES:
+        raise HotsetError(
+            f"system 'scout': serve must be one of {', '.join(SERVES)}, got {opts['serve']!r}"
+        )
+    lanes = opts["lanes"]
+    if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 1:
+        raise HotsetError(f"system 'scout': lanes must be an integer >= 1, got {lanes!r}")
+    for key in ORDER_ONLY if opts["serve"] == "rounds" else ("lanes",):
+        if opts[key] != DEFAULTS[key]:
+            other = "order" if opts["serve"] == "rounds" else "rounds"
+            raise HotsetError(
+                f"system 'scout': {key}={opts[key]!r} applies to serve={other}, "
+                f"not serve={opts['serve']}"
+            )
     if opts["sampler"] not in SAMPLERS:
         raise HotsetError(
             f"system 'scout': sampler must be one of {', '.join(SAMPLERS)}, got {opts['sampler']!r}"
@@ -108,7 +130,8 @@ def _check(opts: dict[str, Any]) -> None:
 
 
 class _Preview:
-    """Tells the policy the next epoch's permutation when an epoch's order is drawn.
+    """Has the policy arrange the epoch's ids in rounds (``serve=rounds``), or tells it
+    the next epoch's permutation when an epoch's order is drawn (``serve=order``).
 
     Both samplers draw ``epoch_rng(epoch).permutation(n)`` and keep some of it (IIS)
     or all of it (random), so the next epoch's permutation, sharded as the order
@@ -119,6 +142,8 @@ class _Preview:
 
     def order(self, ctx: EpochContext) -> IntArray:
         out: IntArray = super().order(ctx)  # type: ignore[misc]
+        if isinstance(self.policy, ScoutRounds):
+            return self.policy.arrange(out, ctx.epoch)
         if self.policy is not None and self.policy.preview:
             inner: Sampler = self  # type: ignore[assignment]
             nxt = inner.epoch_rng(ctx.epoch + 1).permutation(inner.n).astype(np.int64)
@@ -158,15 +183,19 @@ def build_scout(
     opts = with_defaults("scout", options, DEFAULTS)
     _check(opts)
     sampler = _sampler(n, seed, opts)
-    policy = Scout(
-        budget,
-        seed=seed,
-        lookahead=opts["lookahead"],
-        ranged=opts["ranged"],
-        stagger=opts["stagger"],
-        preview=None if opts["preview"] == "horizon" else opts["preview"] * batch_size,
-        ramp=opts["ramp"],
-    )
+    policy: Scout
+    if opts["serve"] == "rounds":
+        policy = ScoutRounds(budget, seed=seed, lanes=opts["lanes"])
+    else:
+        policy = Scout(
+            budget,
+            seed=seed,
+            lookahead=opts["lookahead"],
+            ranged=opts["ranged"],
+            stagger=opts["stagger"],
+            preview=None if opts["preview"] == "horizon" else opts["preview"] * batch_size,
+            ramp=opts["ramp"],
+        )
     sampler.policy = policy
     return System(
         name="scout",
@@ -189,6 +218,13 @@ SPECS: list[SystemSpec] = [
 ]
 
 _DOCS: dict[str, tuple[str, str]] = {
+    "serve": (
+        "|".join(SERVES),
+        "rounds: the sampler's set arranged by chunk, each chunk's selected members one "
+        "ranged request, lanes requests a round, the rest of the cache a static set; order: "
+        "the order as drawn, misses fetched with their chunk's members due within lookahead",
+    ),
+    "lanes": ("int", "serve=rounds: requests one round issues at once (the store's in flight)"),
     "lookahead": (
         "number",
         "horizon in multiples of the samples the cache holds (0: every miss read alone)",
