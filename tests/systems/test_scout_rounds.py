@@ -136,8 +136,13 @@ def test_arrange_keeps_the_ids_packs_rounds_within_the_stock_and_is_seeded() -> 
     for end in np.unique(ends[~static]).tolist():  # each round: within the stock...
         members = order[(ends == end) & ~static]
         assert 10 * len(members) <= plan.stock
-        for c in np.unique(chunk_of[members]).tolist():  # ...holding a chunk's whole piece
+        pieces = np.unique(chunk_of[members]).tolist()
+        assert len(pieces) <= plan.lanes  # ...at most one request per lane...
+        for c in pieces:  # ...holding a chunk's whole piece...
             assert (ends[chunk_of[order] == c] == end).all()
+        # ...and every piece's first member among the round's first places: its requests
+        # come together
+        assert set(chunk_of[members[: len(pieces)]].tolist()) == set(pieces)
 
 
 def test_decisions_resume_exactly_from_an_epoch_boundary() -> None:
