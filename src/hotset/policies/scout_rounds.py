@@ -106,9 +106,7 @@ class RoundPlan:
             if per_chunk[c] <= left:
                 static.append(int(c))
                 left -= per_chunk[c]
-        return cls(
-            stock=max(stock, 1.0), lanes=lanes, static=frozenset(static), weights=weights
-        )
+        return cls(stock=max(stock, 1.0), lanes=lanes, static=frozenset(static), weights=weights)
 
 
 def arrange(
