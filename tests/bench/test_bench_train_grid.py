@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from cli_support import run_cli
 
 
@@ -35,6 +37,12 @@ def test_a_tiny_grid_compares_every_cell_with_the_reference(tmp_path: Path) -> N
             )
         assert row["unique_ids_trained_per_epoch"] > 0  # coverage beside every count
     assert len(result["runs"]) == 8  # one seed: the baseline is apart, run once
+    for run in result["runs"]:  # the audit's target: 0.99 of the baseline's final accuracy
+        base = result["baseline"]["final_acc"]
+        assert run["target"] == pytest.approx(0.99 * base, abs=1e-4)
+        assert len(run["curve"]) == 2 and run["curve"][-1][1] == run["final_val_accuracy"]
+        if run["time_to_full_target_s"] is not None:
+            assert run["time_to_target_s"] <= run["time_to_full_target_s"]
     assert result["baseline"]["system"] == "pytorch"
     assert result["cells_met"].endswith("/4")
     assert "Simulated time" in result["notes"][0]

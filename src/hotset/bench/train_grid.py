@@ -12,6 +12,13 @@ per cell each system's figures beside the reference system's (the first of
 Every run is the live simulator's (:func:`hotset.sim.live.run_live`): real
 decisions, real reads, a real small model; time is modeled (the store's virtual
 clock plus ``compute_ms`` per step), so it is labelled simulated.
+
+The target is ``target_share`` (0.99) of the baseline's final accuracy at the seed, as
+issue #43's audit measured it ("time to 0.99x pytorch's accuracy"): the final accuracy
+itself is one noisy epoch's figure, which a run that trains as well may never touch
+again (in a first grid, 5 of 24 system-cells missed it on one seed, as often for Quiver
+as for Scout). The time to the full final accuracy is reported beside it, and each
+run keeps its accuracy curve (modeled seconds, accuracy per epoch) for any other one.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ CHUNK_SIZES = (16, 64, 256)
 EPOCH_SLACK = 1.05
 #: bytes read may be this much over the bytes trained
 BYTES_LIMIT = 1.2
+#: the share of the baseline's final accuracy a run must reach (the audit's 0.99x)
+TARGET_SHARE = 0.99
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -52,6 +61,7 @@ def _one(
     compute_ms: float,
     store: StoreModel,
     target: float | None,
+    target_share: float = TARGET_SHARE,
 ) -> dict[str, Any]:
     """One run's figures; ``target``: the baseline's final accuracy at this seed (None:
     this run's own, for the baseline itself)."""
@@ -80,11 +90,19 @@ def _one(
     trained = sum(int(sizes[np.asarray(ids, dtype=np.int64)].sum()) for ids in result["served"])
     read = sum(r["storage_bytes"] for r in rows)
     final = result["totals"]["final_val_accuracy"]
+    full = final if target is None else target
+    elapsed, curve = setup, []
+    for r in rows:
+        elapsed += r["modeled_epoch_seconds"]
+        curve.append([round(elapsed, 4), r["val_accuracy"]])
     return {
         "system": system,
         "seed": seed,
         "final_val_accuracy": final,
-        "time_to_target_s": time_to_target(rows, final if target is None else target, start=setup),
+        "target": full * target_share,
+        "time_to_target_s": time_to_target(rows, full * target_share, start=setup),
+        "time_to_full_target_s": time_to_target(rows, full, start=setup),
+        "curve": curve,
         "epoch_seconds": statistics.fmean(r["modeled_epoch_seconds"] for r in rows),
         "modeled_seconds": setup + sum(r["modeled_epoch_seconds"] for r in rows),
         "requests_per_epoch": statistics.fmean(r["storage_requests"] for r in rows),
@@ -98,14 +116,23 @@ def _one(
     }
 
 
+def _all_reached(mine: list[dict[str, Any]], key: str) -> tuple[float | None, str]:
+    """The mean over the seeds (None unless every seed reached it), and 'k/n'."""
+    reached = [r[key] for r in mine if r[key] is not None]
+    return (_mean(reached) if len(reached) == len(mine) else None), f"{len(reached)}/{len(mine)}"
+
+
 def _cell(runs: list[dict[str, Any]], system: str) -> dict[str, Any]:
     mine = [r for r in runs if r["system"] == system]
-    reached = [r["time_to_target_s"] for r in mine if r["time_to_target_s"] is not None]
+    ttt, reached = _all_reached(mine, "time_to_target_s")
+    full, reached_full = _all_reached(mine, "time_to_full_target_s")
     return {
         "system": system,
         "epoch_s": _mean([r["epoch_seconds"] for r in mine]),
-        "time_to_target_s": _mean(reached) if len(reached) == len(mine) else None,
-        "reached": f"{len(reached)}/{len(mine)}",
+        "time_to_target_s": ttt,
+        "reached": reached,
+        "time_to_full_target_s": full,
+        "reached_full": reached_full,
         "final_acc": _mean([r["final_val_accuracy"] for r in mine]),
         "requests_per_epoch": _mean([r["requests_per_epoch"] for r in mine]),
         "bytes_read_over_trained": _mean([r["bytes_read_over_trained"] for r in mine]),
@@ -143,6 +170,7 @@ def run(
     synth_n: int = 5_000,
     store: StoreModel,
     progress: bool = True,
+    target_share: float = TARGET_SHARE,
 ) -> dict[str, Any]:
     """The grid (module docstring); the first of ``systems`` is the reference."""
     from tqdm import tqdm
@@ -152,7 +180,12 @@ def run(
              for s in systems for seed in seeds]  # fmt: skip
     bar = tqdm(total=len(seeds) + len(cells), desc="traingrid", unit="run", file=sys.stderr,
                disable=not progress)  # fmt: skip
-    common: dict[str, Any] = {"epochs": epochs, "compute_ms": compute_ms, "store": store}
+    common: dict[str, Any] = {
+        "epochs": epochs,
+        "compute_ms": compute_ms,
+        "store": store,
+        "target_share": target_share,
+    }
     baseline: dict[int, dict[str, Any]] = {}
     for seed in seeds:
         bar.set_postfix_str(f"seed {seed} {BASELINE}")
@@ -169,23 +202,23 @@ def run(
         runs.append({"cache_frac": frac, "chunk_size": chunk, **one})
         bar.update()
     bar.close()
-    return _tables(runs, baseline, systems, cache_fracs, chunk_sizes, workload, synth_n,
-                   seeds, epochs, compute_ms, store)  # fmt: skip
+    params = {"workload": workload, "synth_n": synth_n, "systems": list(systems),
+              "reference": systems[0], "cache_fracs": list(cache_fracs),
+              "chunk_sizes": list(chunk_sizes), "seeds": list(seeds), "epochs": epochs,
+              "compute_ms_per_batch": compute_ms, "store": store.as_dict(),
+              "target_share": target_share}  # fmt: skip
+    return _tables(runs, baseline, params, store)
 
 
 def _tables(
     runs: list[dict[str, Any]],
     baseline: dict[int, dict[str, Any]],
-    systems: Sequence[str],
-    cache_fracs: Sequence[float],
-    chunk_sizes: Sequence[int],
-    workload: str,
-    synth_n: int,
-    seeds: Sequence[int],
-    epochs: int,
-    compute_ms: float,
+    params: dict[str, Any],
     store: StoreModel,
 ) -> dict[str, Any]:
+    systems, share = params["systems"], params["target_share"]
+    compute_ms = params["compute_ms_per_batch"]
+    chunk_sizes, cache_fracs = params["chunk_sizes"], params["cache_fracs"]
     table: list[dict[str, Any]] = []
     for chunk in chunk_sizes:
         for frac in cache_fracs:
@@ -198,18 +231,7 @@ def _tables(
     others = [r for r in table if r["system"] != systems[0]]
     base_rows = list(baseline.values())
     return {
-        "params": {
-            "workload": workload,
-            "synth_n": synth_n,
-            "systems": list(systems),
-            "reference": systems[0],
-            "cache_fracs": list(cache_fracs),
-            "chunk_sizes": list(chunk_sizes),
-            "seeds": list(seeds),
-            "epochs": epochs,
-            "compute_ms_per_batch": compute_ms,
-            "store": store.as_dict(),
-        },
+        "params": params,
         "table": table,
         "baseline": {
             "system": BASELINE,
@@ -223,9 +245,11 @@ def _tables(
             f"Simulated time: the live-training simulator's virtual-clock store "
             f"({store.describe()}) plus {compute_ms:g} ms of modeled compute per step; accuracy "
             "is real (a small model trained on the CPU).",
-            f"Target = the {BASELINE} baseline's final validation accuracy at the same seed "
-            "(trained once per seed: it reads single samples, so no cache or chunk changes "
-            "it); time_to_target_s is the mean over the seeds, None unless every seed reached it.",
+            f"Target = {share:g} of the {BASELINE} baseline's final validation accuracy at the "
+            "same seed (issue #43's audit measured time to 0.99x; the baseline is trained "
+            "once per seed: it reads single samples, so no cache or chunk changes it); "
+            "time_to_target_s is the mean over the seeds, None unless every seed reached it; "
+            "time_to_full_target_s and reached_full: the same for the whole final accuracy.",
             f"epoch_vs_ref, ttt_vs_ref: the row's per-epoch time and time to target over "
             f"{systems[0]}'s in the same cell; meets: per-epoch time at most {EPOCH_SLACK} x the "
             f"reference's, time to target at most the reference's, and bytes read at most "

@@ -112,6 +112,7 @@ SUITE_COLUMNS: dict[str, list[Column]] = {
         ("epoch_s", "epoch_s"),
         ("to_target_s", "time_to_target_s"),
         ("reached", "reached"),
+        ("to_full_s", "time_to_full_target_s"),
         ("acc", "final_acc"),
         ("requests/ep", "requests_per_epoch"),
         ("read/trained", "bytes_read_over_trained"),

@@ -26,6 +26,13 @@ from hotset.systems.registry import split_systems
 @click.option("--epochs", type=click.IntRange(min=1), default=15, show_default=True)
 @click.option("--compute-ms", type=click.FloatRange(min=0), default=20.0, show_default=True)
 @click.option(
+    "--target-share",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=0.99,
+    show_default=True,
+    help="The share of pytorch's final accuracy a run must reach (the audit's 0.99).",
+)
+@click.option(
     "--workload",
     default="synth",
     show_default=True,
@@ -49,6 +56,7 @@ def command(
     seeds: str,
     epochs: int,
     compute_ms: float,
+    target_share: float,
     workload: str,
     synth_n: int,
     data_dir: Path,
@@ -89,6 +97,7 @@ def command(
         workload=workload,
         synth_n=synth_n,
         store=store,
+        target_share=target_share,
     )
     if not as_json:
         click.echo(store_line(store))
