@@ -119,3 +119,53 @@ def test_label_sorted_workloads_follow_labels_and_differ_in_their_chunks(tmp_pat
     # 30 samples a class, chunks of 64: runs of 2-3 classes, against nearly all 10 shuffled
     assert classes_per_chunk("synth-sorted-unshuffled") <= 3.0
     assert classes_per_chunk("synth-sorted") >= 8.0
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_gpu_importance_script_runs_its_command_at_a_tiny_scale(tmp_path: Path) -> None:
+    """benchmarks/gpu/importance.sh with its sizes overridden: the code path the H100 run
+    takes (synth-noisy, measured compute, RHO-loss's held-out models charged before the
+    first epoch), on the CPU, writing train-importance-gpu.json under ROOT."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHON": sys.executable, "N": "300", "MODEL": "cnn",
+           "DEVICE": "cpu", "EPOCHS": "3", "BATCH": "32", "SEEDS": "0",
+           "SYSTEMS": "pytorch,scout[warm_up=1],impact[sampler=rho,max_warm_up=2]",
+           "ROOT": str(tmp_path), "DATA": str(tmp_path / "data")}  # fmt: skip
+    script = ROOT / "benchmarks" / "gpu" / "importance.sh"
+    done = subprocess.run(
+        ["bash", str(script)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads(
+        (tmp_path / "benchmarks" / "results" / "train-importance-gpu.json").read_text()
+    )
+    params = doc["result"]["params"]
+    assert params["measure_compute"] and params["model"] == "cnn"
+    assert params["device_name"].startswith("CPU") and params["wall_seconds_total"] > 0
+    assert doc["command"].startswith("hotset bench train --workloads synth-noisy --synth-n 300")
+    runs = {r["system"]: r for r in doc["result"]["runs"]}
+    assert runs["impact[sampler=rho,max_warm_up=2]"]["setup_seconds"] > 0  # held-out models
+    assert runs["pytorch"]["setup_seconds"] == 0
+    # measured compute: time passes for every run, and no run is charged the modeled 20 ms
+    for run in runs.values():
+        assert run["modeled_seconds"] > 0
+    assert "measured on cpu" in doc["result"]["notes"][0]
+
+
+def test_a_chunk_size_other_than_64_packs_a_linked_copy(tmp_path: Path) -> None:
+    from hotset.bench.workloads import workload_dir
+    from hotset.data.chunks import load_layout
+
+    data = tmp_path / "data"
+    base = workload_dir("synth", data_dir=data, synth_n=300, packed=True)
+    small = workload_dir("synth", data_dir=data, synth_n=300, packed=True, chunk_size=16)
+    assert small == data / "synth-300-chunk16" and base == data / "synth-300"
+    big, little = load_layout(str(base)), load_layout(str(small))
+    assert big is not None and little is not None
+    assert big.n_chunks == 5 and little.n_chunks == 19  # 300 / 64 and 300 / 16, rounded up
+    assert (small / "manifest.csv").read_text() != ""  # its own manifest, same samples

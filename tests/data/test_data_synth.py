@@ -188,3 +188,15 @@ def test_render_matches_the_written_png_files(tmp_path: Path) -> None:
     np.testing.assert_array_equal(files, pixels.transpose(0, 3, 1, 2) / np.float32(255.0))
     with pytest.raises(HotsetError, match="not a multiple"):
         synth_mod.render(cfg, ground_truth(cfg), synth_mod.prototypes(cfg), 5, 10)
+
+
+def test_easy_redraws_that_share_of_difficulties_and_leaves_the_rest() -> None:
+    """``easy`` (issue #43's long tail of easy samples): half the ids get difficulties
+    from Beta(1, 12), the others keep theirs; ``easy=0`` draws what it always did."""
+    plain, easy = ground_truth(SynthConfig(n=2000)), ground_truth(SynthConfig(n=2000, easy=0.5))
+    changed = plain.difficulty != easy.difficulty
+    assert changed.sum() == 1000
+    assert easy.difficulty[changed].mean() < 0.12 < plain.difficulty[changed].mean()
+    assert np.array_equal(ground_truth(SynthConfig(n=2000, easy=0.0)).difficulty, plain.difficulty)
+    with pytest.raises(HotsetError, match=r"--easy must be in \[0, 1\], got 1.5"):
+        SynthConfig(easy=1.5)

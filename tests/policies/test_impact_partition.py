@@ -96,10 +96,15 @@ def _drive(world: int) -> list[dict[str, Any]]:
 def test_ranks_re_evaluate_disjoint_parts_whose_union_is_s(world: int) -> None:
     rows = _drive(world)
     single = _drive(1)
-    s = single[-1]["s"][0]
-    assert s, "the warm-up must end on this workload"
+    one = single[-1]["s"][0]
+    assert one, "the warm-up must end on this workload"
+    assert single[-1]["evaluated"][0] == one  # one rank: all of S, as before
+    s = rows[-1]["s"][0]
     assert all(row["s"] == [s] * world for row in rows[-3:])  # one S, on every rank
-    assert single[-1]["evaluated"][0] == s  # one rank: all of S, as before
+    # S sized per node as the paper sizes it: every rank's part is s_share of its own
+    # cache (what one rank's whole S is), so S is world times one rank's (it was one
+    # rank's S split world ways before #43)
+    assert len(s) == world * len(one)
     filled = 0
     for row in rows:
         parts = [set(p) for p in row["evaluated"]]
@@ -111,10 +116,11 @@ def test_ranks_re_evaluate_disjoint_parts_whose_union_is_s(world: int) -> None:
         for other in row["losses"][1:]:
             np.testing.assert_array_equal(other, row["losses"][0])
     assert filled >= 2
-    # each rank's buffer holds its part (and what its warm-up cache held of S), less than
-    # the s_share of the cache one rank's holds
+    # each rank's buffer holds its part, s_share of its cache as one rank's does, and
+    # what its warm-up cache held of other ranks' parts
     for rank, room in enumerate(rows[-1]["rooms"]):
-        assert SIZE * len(s[rank::world]) <= room < single[-1]["rooms"][0]
+        assert len(s[rank::world]) == len(one)
+        assert single[-1]["rooms"][0] == SIZE * len(one) <= room
 
 
 def test_the_partition_is_deterministic() -> None:

@@ -87,8 +87,8 @@ def test_the_impact_systems_take_sampler_and_name_a_bad_value() -> None:
         system = build_system(name, n=400, budget=budget, seed=0, sampler="loss")
         assert system.sampler.rule == "loss"  # type: ignore[attr-defined]
         assert build_system(name, n=400, budget=budget, seed=0).sampler.rule == "percentile"  # type: ignore[attr-defined]
-    with pytest.raises(HotsetError, match=r"sampler.*'rho'"):
-        build_system("impact", n=400, budget=budget, seed=0, sampler="rho")
+    with pytest.raises(HotsetError, match=r"sampler.*'rhos'"):
+        build_system("impact", n=400, budget=budget, seed=0, sampler="rhos")
 
 
 def test_hotset_systems_lists_the_sampler_option_with_its_default() -> None:

@@ -159,7 +159,7 @@ def _planner(spec: str, *, seed: int = 0) -> tuple[Planner, np.ndarray]:
 
 def test_a_partial_unit_read_is_one_request_moving_only_its_members() -> None:
     # preview off: a previewed id is read this epoch for the next one's head (its own test)
-    planner, sizes = _planner("scout[preview=0]")
+    planner, sizes = _planner("scout[serve=order,preview=0]")
     planner.begin(0)
     grouped = 0
     reads_per_epoch: collections.Counter[int] = collections.Counter()
@@ -184,9 +184,9 @@ def test_a_partial_unit_read_is_one_request_moving_only_its_members() -> None:
 
 def test_ablations_change_only_what_they_name() -> None:
     # preview off in all three: epoch 0 then reads each id once (preview has its own test)
-    whole, sizes = _planner("scout[ranged=false,preview=0]")
-    alone, _ = _planner("scout[lookahead=0,preview=0]")
-    ranged, _ = _planner("scout[preview=0]")
+    whole, sizes = _planner("scout[serve=order,ranged=false,preview=0]")
+    alone, _ = _planner("scout[serve=order,lookahead=0,preview=0]")
+    ranged, _ = _planner("scout[serve=order,preview=0]")
     for p in (whole, alone, ranged):
         p.begin(0)
     got = {}
@@ -249,6 +249,10 @@ def test_each_rank_is_served_its_own_shard_in_order() -> None:
         ("scout[preview=-1]", "preview must be 'horizon' or an integer >= 0, got -1"),
         ("scout[ramp=0]", r"ramp must be a number in \(0, 1\], got 0"),
         ("scout[ramp=1.5]", "ramp must be a number in"),
+        ("scout[serve=set]", "option serve got 'set', expected 'rounds' or 'order'"),
+        ("scout[lanes=0]", "lanes must be an integer >= 1, got 0"),
+        ("scout[lookahead=1.5]", "lookahead=1.5 applies to serve=order, not serve=rounds"),
+        ("scout[serve=order,lanes=8]", "lanes=8 applies to serve=rounds, not serve=order"),
     ],
 )
 def test_bad_options_are_named(spec: str, match: str) -> None:
@@ -286,8 +290,8 @@ def test_a_cold_cache_grows_its_horizon_over_the_first_epoch() -> None:
     """ramp: the first batch reads a share of the fetched-ahead stock it would read at
     the full horizon (it has a request for nearly every chunk either way), for some
     more requests in the first epoch only."""
-    full = _io_per_batch("scout[ramp=1]", 3)
-    ramped = _io_per_batch("scout[ramp=0.3]", 3)
+    full = _io_per_batch("scout[serve=order,ramp=1]", 3)
+    ramped = _io_per_batch("scout[serve=order,ramp=0.3]", 3)
     assert full[0][0][0] == ramped[0][0][0]  # the same requests in the first batch...
     assert ramped[0][0][1] < 0.5 * full[0][0][1]  # ...moving less than half the bytes
     assert sum(r for r, _ in ramped[0]) > sum(r for r, _ in full[0])
@@ -302,9 +306,11 @@ def test_a_horizon_preview_carries_every_window_across_the_epoch_boundary() -> N
     so a later epoch never starts with a request per chunk at once, and it makes fewer
     requests than with no preview (whose every epoch restarts every window)."""
     chunks = 16  # 1,024 ids in chunks of 64
-    assert _requests_per_batch("scout", 2) == _requests_per_batch("scout[preview=horizon]", 2)
-    on = _requests_per_batch("scout[ramp=1]", 3)  # both with the first epoch not ramped
-    off = _requests_per_batch("scout[preview=0,ramp=1]", 3)
+    assert _requests_per_batch("scout[serve=order]", 2) == _requests_per_batch(
+        "scout[serve=order,preview=horizon]", 2
+    )
+    on = _requests_per_batch("scout[serve=order,ramp=1]", 3)  # both with the first epoch not ramped
+    off = _requests_per_batch("scout[serve=order,preview=0,ramp=1]", 3)
     for epoch in (1, 2):
         assert max(off[epoch]) >= chunks - 2  # every chunk at the epoch's first miss
         assert max(on[epoch]) <= chunks // 2
@@ -328,15 +334,15 @@ def test_preview_starts_the_next_epoch_from_the_cache_and_resumes_exactly(previe
             planner.finish(val_accuracy=None)
         return out
 
-    plain, _ = _planner("scout[preview=0]")
-    ahead, _ = _planner(f"scout[preview={preview}]")
+    plain, _ = _planner("scout[serve=order,preview=0]")
+    ahead, _ = _planner(f"scout[serve=order,preview={preview}]")
     a, b = run(plain, range(2)), run(ahead, range(2))
     per_epoch = len(a) // 2
     first = slice(per_epoch, per_epoch + 4)  # epoch 1's first 4 batches
     assert [r[1:] for r in a] == [r[1:] for r in b]  # the same order, served as drawn
     assert sum(r[0] for r in b[first]) * 3 < sum(r[0] for r in a[first])
     # resume at the epoch boundary: the previewed members are part of the saved state
-    again, _ = _planner(f"scout[preview={preview}]")
+    again, _ = _planner(f"scout[serve=order,preview={preview}]")
     run(again, range(1))
 
     def plain_json(value: object) -> object:
@@ -347,6 +353,6 @@ def test_preview_starts_the_next_epoch_from_the_cache_and_resumes_exactly(previe
         raise TypeError(type(value).__name__)
 
     state = json.loads(json.dumps(system_state(again.system), default=plain_json))
-    fresh, _ = _planner(f"scout[preview={preview}]")
+    fresh, _ = _planner(f"scout[serve=order,preview={preview}]")
     load_system_state(fresh.system, state)
     assert run(fresh, range(1, 3)) == run(again, range(1, 3))

@@ -5,7 +5,9 @@
 synthetic 32×32 images padded to ImageNet-like byte sizes (``hotset data synth
 --sizes imagenet``: log-normal, mean 110 kB, about 215 MB in all), so that a
 store's bandwidth matters as it does on real data while the pixels, labels and
-learning stay those of ``synth``. 2,000 keeps a bench on it feasible on a small
+learning stay those of ``synth``. ``synth-noisy``: ``synth`` with a fifth of the labels
+flipped and half the samples easy (:data:`NOISY_SHARE`, :data:`EASY_SHARE`), where importance sampling should
+pay if it pays anywhere. 2,000 keeps a bench on it feasible on a small
 machine (generated in about 2 s). ``synth-sorted``: ``synth`` with its ids
 renumbered in label order (all of class 0, then class 1, ...), as an ImageFolder
 tree imported class by class gives them, packed with the default seeded shuffle;
@@ -26,7 +28,18 @@ from hotset.errors import HotsetError
 
 _N = TypeVar("_N", int, float)
 
-WORKLOADS = ("synth", "digits", "imagenet-like", "synth-sorted", "synth-sorted-unshuffled")
+WORKLOADS = (
+    "synth",
+    "digits",
+    "imagenet-like",
+    "synth-sorted",
+    "synth-sorted-unshuffled",
+    "synth-noisy",
+)
+#: ``synth-noisy``: where the importance samplers' claims should show (issue #43): a
+#: fifth of the labels flipped (what RHO-loss skips) and half the samples easy (a long
+#: tail an importance sampler learns to read less)
+NOISY_SHARE, EASY_SHARE = 0.2, 0.5
 #: the workloads whose ids follow their labels, and whether their chunks are shuffled
 LABEL_SORTED = {"synth-sorted": True, "synth-sorted-unshuffled": False}
 #: samples of the ``imagenet-like`` workload (its size, whatever ``synth_n`` says)
@@ -56,19 +69,48 @@ def workload_dir(
     progress: bool = False,
     packed: bool = False,
     imagenet_n: int = IMAGENET_LIKE_N,
+    chunk_size: int = PACK_CHUNK_SIZE,
 ) -> Path:
     """The dataset directory of workload ``name``, generating it when missing.
 
     ``packed``: also its chunk layout (written once, beside the files; systems that
-    read single samples ignore it). ``imagenet_n``: samples of ``imagenet-like``
-    (the demo uses fewer to stay within minutes).
+    read single samples ignore it), of ``chunk_size`` samples a chunk; a size other
+    than :data:`PACK_CHUNK_SIZE` packs a hard-linked copy of the set of its own
+    (``NAME-chunkC``), since a data set has one layout. ``imagenet_n``: samples of
+    ``imagenet-like`` (the demo uses fewer to stay within minutes).
     """
     path = _generated(
         name, data_dir=data_dir, synth_n=synth_n, imagenet_n=imagenet_n, progress=progress
     )
     if packed:
         shuffled = LABEL_SORTED.get(name, True)
-        ensure_packed(path, seed=PACK_SHUFFLE_SEED if shuffled else None, progress=progress)
+        if chunk_size != PACK_CHUNK_SIZE:
+            path = _linked(path, data_dir / f"{path.name}-chunk{chunk_size}", progress=progress)
+        ensure_packed(
+            path,
+            chunk_size=chunk_size,
+            seed=PACK_SHUFFLE_SEED if shuffled else None,
+            progress=progress,
+        )
+    return path
+
+
+def _linked(source: Path, path: Path, *, progress: bool) -> Path:
+    """Every sample of ``source`` at ``path`` (hard links, same ids); reused while it
+    holds as many samples."""
+    import numpy as np
+
+    from hotset.data import Manifest
+    from hotset.data.split import subset_dataset
+
+    n = len(Manifest.load(source))
+    if path.is_dir():
+        try:
+            if len(Manifest.load(path)) == n:
+                return path
+        except HotsetError:
+            pass
+    subset_dataset(source, path, np.arange(n), force=True, progress=progress)
     return path
 
 
@@ -100,6 +142,8 @@ def _generated(name: str, *, data_dir: Path, synth_n: int, imagenet_n: int, prog
         )
     if name == "synth":
         path, expected = data_dir / f"synth-{synth_n}", synth_n
+    elif name == "synth-noisy":
+        path, expected = data_dir / f"synth-noisy-{synth_n}", synth_n
     elif name == "imagenet-like":
         path, expected = data_dir / f"imagenet-like-{imagenet_n}", imagenet_n
     elif name == "digits":
@@ -114,6 +158,9 @@ def _generated(name: str, *, data_dir: Path, synth_n: int, imagenet_n: int, prog
             pass
     if name == "synth":
         make_synth(path, SynthConfig(n=synth_n, seed=0), force=True, progress=progress)
+    elif name == "synth-noisy":
+        cfg = SynthConfig(n=synth_n, seed=0, noise=NOISY_SHARE, easy=EASY_SHARE)
+        make_synth(path, cfg, force=True, progress=progress)
     elif name == "imagenet-like":
         cfg = SynthConfig(n=imagenet_n, seed=0, sizes="imagenet")
         make_synth(path, cfg, force=True, progress=progress)

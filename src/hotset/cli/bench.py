@@ -17,6 +17,7 @@ from hotset.errors import HotsetError
 _SUITE_MODULES: dict[str, str] = {
     "hitratio": "hotset.cli.bench_hitratio",
     "train": "hotset.cli.bench_train",
+    "traingrid": "hotset.cli.bench_train_grid",
     "overhead": "hotset.cli.bench_overhead",
     "faults": "hotset.cli.bench_faults",
     "brand": "hotset.cli.bench_brand",

@@ -26,6 +26,13 @@ def data() -> None:
 @click.option(
     "--noise", default=0.1, show_default=True, type=float, help="Fraction of flipped labels."
 )
+@click.option(
+    "--easy",
+    default=0.0,
+    show_default=True,
+    type=float,
+    help="Share of samples made easy (difficulty from Beta(1, 12)): a long tail of easy ones.",
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="Same seed, same bytes.")
 @click.option(
     "--format", "fmt", default="png", show_default=True, type=click.Choice(["png", "jpeg", "npy"])
@@ -47,6 +54,7 @@ def synth(
     image_size: int,
     classes: int,
     noise: float,
+    easy: float,
     seed: int,
     fmt: str,
     channels: str,
@@ -66,6 +74,7 @@ def synth(
         image_size=image_size,
         classes=classes,
         noise=noise,
+        easy=easy,
         seed=seed,
         format=fmt,
         channels=int(channels),

@@ -90,7 +90,7 @@ LIVE_TOTALS = (
 @click.option("--dataset", type=click.Path(path_type=Path), help="Dataset directory (--system).")
 @click.option(
     "--model",
-    type=click.Choice(["auto", "cnn", "mlp", "resnet"]),
+    type=click.Choice(["auto", "cnn", "mlp", "resnet", "resnet18"]),
     default="auto",
     show_default=True,
 )

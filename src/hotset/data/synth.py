@@ -5,11 +5,15 @@ easy samples, many medium ones, a hard tail and some mislabeled ones, as on
 CIFAR-10. Each class has a smooth random prototype image; each sample mixes its
 (shifted) class prototype with a *confuser* class's prototype and smooth noise,
 in proportions set by a per-sample difficulty ``d ~ Beta(2, 3)``; a fraction
-``noise`` of labels is then flipped. Every sample's difficulty, confuser, shift
+``noise`` of labels is then flipped. ``easy`` (0 by default) redraws the difficulty
+of that share of the samples from ``Beta(1, 12)`` (mean 0.08): a long tail of easy
+samples, which an importance sampler should learn to skip (the ``synth-noisy``
+benchmark workload: 20% flipped labels, half the samples easy). Every sample's difficulty, confuser, shift
 and flip are written to ``synth_truth.npz`` so analyses can check which samples
 an importance scorer ranks high.
 
-Determinism: the per-sample parameters come from ``default_rng([seed, 1])`` and
+Determinism: the per-sample parameters come from ``default_rng([seed, 1])`` (the
+easy share's from ``default_rng([seed, 3])``, so ``easy=0`` draws what it always did) and
 the pixels of chunk ``c`` (ids ``c*1000 ..``) from ``default_rng([seed, 2, c])``,
 so the bytes depend on the arguments only, never on threads or timing.
 
@@ -38,6 +42,7 @@ TRUTH_FILE = "synth_truth.npz"
 GENERATOR = "hotset.synth/1"
 _CHUNK = FILES_PER_FOLDER  # pixel RNG granularity; fixed so bytes never depend on it
 _BETA = (2.0, 3.0)  # difficulty distribution: mean 0.4, a tail towards 1
+_EASY_BETA = (1.0, 12.0)  # the easy share's difficulty: mean 0.08
 _CONFUSER_WEIGHT = 0.7  # confuser prototype weight = 0.7 * d (wins over the true one near d > 0.6)
 _NOISE_WEIGHT = 0.9  # smooth-noise weight = 0.9 * d
 _PIXEL_NOISE = (0.15, 0.45)  # white-noise std = a + b * d, in prototype-std units
@@ -56,6 +61,8 @@ class SynthConfig:
     format: str = "png"
     channels: int = 3
     sizes: str = "small"
+    #: share of the samples whose difficulty is redrawn from Beta(1, 12): easy ones
+    easy: float = 0.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.n, int) or self.n < 1:
@@ -66,6 +73,8 @@ class SynthConfig:
             raise HotsetError(f"--classes must be between 2 and 10000, got {self.classes!r}")
         if not 0.0 <= float(self.noise) < 1.0:
             raise HotsetError(f"--noise must be in [0, 1), got {self.noise!r}")
+        if isinstance(self.easy, bool) or not 0.0 <= float(self.easy) <= 1.0:
+            raise HotsetError(f"--easy must be in [0, 1], got {self.easy!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise HotsetError(f"--seed must be a non-negative integer, got {self.seed!r}")
         check_format(self.format)
@@ -144,6 +153,10 @@ def ground_truth(cfg: SynthConfig) -> SynthTruth:
     n, k = cfg.n, cfg.classes
     true_label = rng.permutation(np.arange(n, dtype=np.int64) % k)  # balanced classes
     difficulty = rng.beta(*_BETA, size=n).astype(np.float32)
+    if cfg.easy > 0:  # its own generator: the draws below stay those of easy=0
+        extra = np.random.default_rng([cfg.seed, 3])
+        easy = extra.permutation(n)[: round(cfg.easy * n)]
+        difficulty[easy] = extra.beta(*_EASY_BETA, size=len(easy)).astype(np.float32)
     confuser = (true_label + rng.integers(1, k, size=n)) % k
     max_shift = np.rint(difficulty * cfg.image_size / 8).astype(np.int64)
     shift = np.stack(
@@ -234,6 +247,8 @@ def meta_for(cfg: SynthConfig) -> dict[str, Any]:
         "synth": {"n": cfg.n, "noise": cfg.noise, "difficulty_beta": list(_BETA)},
         "truth_file": TRUTH_FILE,
     }
+    if cfg.easy > 0:  # only then: the default sets' dataset.json stays as it was
+        meta["synth"].update(easy=cfg.easy, easy_difficulty_beta=list(_EASY_BETA))
     model = size_model(cfg.sizes)
     if model is not None:  # only then: the small sets' dataset.json stays as it was
         meta["sizes"] = {"model": cfg.sizes, **model.describe()}

@@ -11,7 +11,11 @@ loss). The rule implemented here, one observation per epoch:
    mean and sum of squares: no history is kept).
 2. From the second observation on, the temporary set S' is the samples of
    highest rank variance (ties by id) whose bytes fill ``s_bytes`` (25% of the
-   cache), at least one sample.
+   cache) times :attr:`RankTracker.world`, at least one sample. ``world`` is the
+   number of data-parallel ranks (:meth:`RankTracker.set_world`, from the epoch's
+   context): each rank buffers its own part of S, 25% of *its* cache, as each of
+   the paper's nodes buffers 25% of its memory (§III-B, §III-E), so S is the
+   union of ``world`` such parts.
 3. Warm-up ends when two successive S' share at least ``overlap`` (80%) of their
    ids -- the later S' becomes S -- or after ``max_epochs`` observations (the
    user's upper limit; S is then the last S'). So the warm-up lasts at least 3
@@ -63,6 +67,8 @@ class RankTracker:
         self.s_bytes = max(0, int(s_bytes))
         self.overlap = float(overlap)
         self.max_epochs = max_epochs
+        #: data-parallel ranks whose buffers S fills (set_world; 1: one rank)
+        self.world = 1
         self.count = 0
         self._mean = np.zeros(self.n, dtype=np.float64)
         self._m2 = np.zeros(self.n, dtype=np.float64)
@@ -92,11 +98,18 @@ class RankTracker:
             return np.zeros(self.n, dtype=np.float64)
         return self._m2 / (self.count - 1)
 
+    def set_world(self, world_size: int) -> None:
+        """S fills ``world_size`` ranks' buffers (module docstring, step 2)."""
+        if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+            raise HotsetError(f"impact: world_size must be an integer >= 1, got {world_size!r}")
+        self.world = world_size
+
     def most_unstable(self) -> IntArray:
-        """S': the highest rank variances (ties by id) filling ``s_bytes``, at least one id."""
+        """S': the highest rank variances (ties by id) filling ``s_bytes`` on each of
+        ``world`` ranks, at least one id."""
         order = np.lexsort((np.arange(self.n), -self.variance()))
         filled = np.cumsum(self.sizes[order])
-        k = max(1, int(np.searchsorted(filled, self.s_bytes, side="right")))
+        k = max(1, int(np.searchsorted(filled, self.s_bytes * self.world, side="right")))
         return np.sort(order[: min(k, self.n)]).astype(np.int64)
 
     def observe(self, epoch: int, losses: npt.ArrayLike, *, full_epoch: int) -> None:

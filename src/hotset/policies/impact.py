@@ -22,9 +22,11 @@
   follows the shared table), and rank ``r`` of ``W`` buffers and re-evaluates
   only its **part**, every ``W``-th id of S in id order from the ``r``-th
   (``sorted(S)[r::W]``, :meth:`bind_rank`): parts of equal size (within one id)
-  whatever structure the ids have, computed alike on every rank. Its static
-  buffer is sized to that part, plus the samples of S its warm-up cache already
-  held, which move there as before (the rest of ``s_share`` goes back to H and L).
+  whatever structure the ids have, computed alike on every rank. S is sized per
+  node as the paper sizes it: ``s_share`` of *each* rank's cache, so S fills ``W``
+  buffers (:meth:`RankTracker.set_world`) and a rank's part is about ``s_share`` of
+  its own cache. Its static buffer is sized to that part, plus the samples of S
+  (other ranks' parts) its warm-up cache already held, which move there as before.
   S stays out of H and L on every rank: a sample of another rank's part is read
   (or found in a cache the ranks share, where its owner put it) and never
   admitted, so no rank evicts, and deletes from a shared cache, what another
@@ -130,17 +132,18 @@ class ImpactCache(PackedICache):
         return self._part
 
     def _buffer_room(self) -> int:
-        """The static buffer: ``s_share`` of the cache, or, where smaller, this rank's part
-        of S and the samples of S its warm-up cache holds (they move to the buffer).
+        """The static buffer: ``s_share`` of the cache with one rank; with several, this
+        rank's part of S (about ``s_share`` of its cache: S fills every rank's) plus the
+        samples of other ranks' parts its warm-up cache holds (they move to the buffer),
+        at most the whole cache.
 
-        One rank buffers all of S in all of ``s_cap`` (the paper's single node); with
-        several, a rank holds only its part, so the rest of ``s_cap`` goes to H and L.
+        One rank buffers all of S in all of ``s_cap`` (the paper's single node).
         """
         assert self._s_ids is not None
         if len(self.part) == len(self._s_ids):
             return self.s_cap
         held = self.part | {s for s in self._h if s in self._s_ids}
-        return min(self.s_cap, sum(self._w(s) for s in held))
+        return min(self.full_total, sum(self._w(s) for s in held))
 
     @property
     def warm(self) -> bool:

@@ -27,6 +27,11 @@ includes the id itself), so the hardest sample of a window has percentile 1 and
 is always kept. Importance is ``ctx.losses`` (the raw per-sample loss) when the
 context carries it, else ``ctx.scores``; with neither, every epoch is full.
 
+**RHO-loss** (``rho``, beyond iCACHE): step 2 keeps instead the ``rho_share`` of the
+ids with a known loss whose reducible loss (loss minus irreducible loss) is highest
+(:mod:`hotset.samplers.rho`); the full epochs, the never-trained ids and the coverage
+guard are as above.
+
 **Coverage** (``coverage_epochs`` ``K``, beyond the papers; 0, the default here,
 is the papers' behaviour): a selection epoch also keeps every id the table says
 was last trained ``K`` or more epochs ago (``ctx.last_epoch <= epoch - K``,
@@ -50,6 +55,7 @@ import numpy.typing as npt
 
 from hotset.errors import HotsetError
 from hotset.samplers.base import EpochContext, IntArray, Sampler
+from hotset.samplers.rho import RHO_SHARE, IrreducibleLosses, check_share, rho_keep_mask
 from hotset.samplers.shard import shard
 
 #: the authors' constants (DESIGN.md "Faithful details")
@@ -83,8 +89,14 @@ class IISSampler(Sampler):
         reuse_factor: int = REUSE_FACTOR,
         drop_last: bool = False,
         coverage_epochs: int = 0,
+        rho: IrreducibleLosses | None = None,
+        rho_share: float = RHO_SHARE,
     ) -> None:
         super().__init__(n, seed=seed)
+        #: select by reducible loss (RHO-loss, :mod:`hotset.samplers.rho`) instead of the
+        #: percentile rule; the schedule of full epochs stays IIS's
+        self.rho = rho
+        self.rho_share = check_share(rho_share, who=self.name)
         if (
             isinstance(coverage_epochs, bool)
             or not isinstance(coverage_epochs, int)
@@ -131,7 +143,11 @@ class IISSampler(Sampler):
         return values
 
     def keep_mask(self, perm: IntArray, values: npt.NDArray[np.float64], epoch: int) -> np.ndarray:
-        """Which positions of ``perm`` are kept (step 2 of the module docstring)."""
+        """Which positions of ``perm`` are kept (step 2 of the module docstring), or, with
+        ``rho``, the top ``rho_share`` by reducible loss (:func:`rho_keep_mask`)."""
+        if self.rho is not None:
+            irreducible = self.rho.require(self.name)
+            return rho_keep_mask(values[perm], irreducible[perm], self.rho_share)
         rng = np.random.default_rng([self.seed, int(epoch), 11])
         coins = rng.random(len(perm))
         keep = np.ones(len(perm), dtype=bool)

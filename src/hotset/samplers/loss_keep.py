@@ -4,10 +4,11 @@ Why: ImPACT (IEEE TC'25 §III-B) selects with "a recent loss-based importance
 sampling algorithm", its reference [22] (RHO-loss, Mindermann et al., ICML 2022),
 among the loss-based samplers it builds on ([12], [14], [21]). RHO-loss ranks by
 the *reducible* loss -- training loss minus the loss of a model trained on
-holdout data -- which hotset cannot compute: it owns neither the model nor a
-holdout split. What it can do is the loss-proportional importance sampling of
-the paper's references ([12], [13]: a sample's chance grows with its loss), as a
-subset an I/O-oriented sampler reads: ``impact[sampler=loss]``. The default,
+holdout data -- which needs losses hotset cannot compute itself (it owns neither
+the model nor a holdout split): ``impact[sampler=rho]`` when the user gives them
+(:mod:`hotset.samplers.rho`). Without them, what it can do is the loss-proportional
+importance sampling of the paper's references ([12], [13]: a sample's chance grows
+with its loss), as a subset an I/O-oriented sampler reads: ``impact[sampler=loss]``. The default,
 ``sampler=percentile``, is iCACHE's rule (Selective-Backprop, reference [14]).
 
 The rule, a pure function of the losses and the coins:

@@ -67,6 +67,7 @@ from hotset.engine.units import SubsetLayout, UnitLayout, member_ranges
 from hotset.errors import HotsetError, IntegrityError
 from hotset.samplers.base import EpochContext
 from hotset.sim.identification import top_precision
+from hotset.sim.trainer import Trainer
 from hotset.storage.ranges import read_ranges
 from hotset.systems.base import System
 from hotset.systems.registry import build_system, capabilities_of, resolve_system
@@ -75,7 +76,6 @@ from hotset.systems.registry import build_system, capabilities_of, resolve_syste
 #: processes (a tiny MLP step went from 0.5 ms to 70 ms), and a fixed count keeps
 #: float reductions, hence the JSON, independent of the machine
 _THREADS = 1
-_EVAL_BATCH = 1024
 
 
 def run_live(
@@ -98,6 +98,8 @@ def run_live(
     train: bool = True,
     record_accesses: bool = False,
     measure_identification: bool = False,
+    device: str = "cpu",
+    measure_compute: bool = False,
 ) -> dict[str, Any]:
     """Train for ``epochs`` epochs with ``system`` on ``dataset``; return the result JSON.
 
@@ -116,6 +118,11 @@ def run_live(
     the first: how many of the truly top 1% samples (a forward pass over all of
     them) the losses the sampler drew from rank there
     (:mod:`hotset.sim.identification`; it changes no decision and no modeled time).
+    ``device`` trains on an accelerator (``"cuda"``: bf16 autocast, channels_last;
+    :mod:`hotset.sim.trainer`); ``measure_compute`` charges each step (and each
+    re-evaluation, and the held-out models of ``sampler=rho``) the wall seconds it
+    took on that device instead of ``compute_ms_per_batch``: modeled I/O beside
+    measured compute (the device-ready benchmark's clock).
     ``system`` may be a spec, ``shade[coverage_floor=0.05]``: its options join
     ``options`` (one given both ways is an error), and the result names the system
     and lists every option under ``config``.
@@ -139,6 +146,7 @@ def run_live(
     )
     if "://" not in str(dataset) and not Path(dataset).exists():
         raise HotsetError(f"dataset {str(dataset)!r} does not exist")
+    _check_device(device)
 
     import torch
 
@@ -191,6 +199,8 @@ def run_live(
         "bandwidth_mb_s": bandwidth_mb_s,
         "concurrency": concurrency,
         "compute_ms_per_batch": compute_ms_per_batch,
+        "device": device,
+        "measure_compute": bool(measure_compute),
         "options": dict(options or {}),
         "trained": bool(train),
         # system="auto": what it picked and why (the loader's rule, the same facts)
@@ -231,7 +241,7 @@ def run_live(
                 model_name,
                 {"channels": channels, "image_size": [height, width], "num_classes": num_classes},
             )
-            trainer = _Trainer(
+            trainer = Trainer(
                 net=net,
                 x_train=torch.from_numpy(images[train_rows]),
                 y_train=torch.from_numpy(labels[train_rows]),
@@ -239,8 +249,15 @@ def run_live(
                 y_val=torch.from_numpy(labels[val_rows]),
                 lr=lr,
                 epochs=epochs,
+                device=device,
             )
             del images
+            setup = _irreducible_setup(
+                sys_obj, trainer, store, keys, seed=seed, batch_size=batch_size, lr=lr,
+                compute_seconds=compute_ms_per_batch / 1000.0, measure=measure_compute,
+                meta={"channels": channels, "image_size": [height, width],
+                      "num_classes": num_classes},
+            )  # fmt: skip
             driver = _Driver(
                 system=sys_obj,
                 store=store,
@@ -252,6 +269,7 @@ def run_live(
                 compute_seconds=compute_ms_per_batch / 1000.0,
                 layout=layout,
                 measure_identification=measure_identification,
+                measure_compute=measure_compute,
             )
             epoch_rows = driver.run(epochs, future=future, progress=progress)
     finally:
@@ -259,8 +277,49 @@ def run_live(
 
     return _result(
         system, dataset, cache_frac, seed, model_name, n_train, len(val_rows), capacity,
-        train_sizes, epoch_rows, driver, record_accesses, config=config,
+        train_sizes, epoch_rows, driver, record_accesses, config=config, setup=setup,
     )  # fmt: skip
+
+
+def _irreducible_setup(
+    system: System,
+    trainer: Trainer,
+    store: Any,
+    keys: list[str],
+    *,
+    seed: int,
+    batch_size: int,
+    lr: float,
+    compute_seconds: float,
+    measure: bool,
+    meta: dict[str, Any],
+) -> dict[str, Any] | None:
+    """``sampler=rho`` without irreducible losses: train the held-out models
+    (:mod:`hotset.sim.irreducible`), give the system their losses, charge their cost
+    on the modeled clock before the first epoch; what was charged (None: nothing to do)."""
+    if not system.needs_irreducible:
+        return None
+    from hotset.sim import irreducible
+    from hotset.sim.models import make_model
+
+    started = time.perf_counter()
+    losses = irreducible.holdout_losses(
+        trainer.x_train,
+        trainer.y_train,
+        make_net=lambda: make_model("auto", meta).to(trainer.device),
+        seed=seed,
+        batch_size=batch_size,
+        lr=lr,
+    )
+    measured = time.perf_counter() - started
+    system.set_irreducible(np.arange(len(losses)), losses)
+    return irreducible.charge(
+        store,
+        keys,
+        batch_size=batch_size,
+        compute_seconds=compute_seconds,
+        measured=measured if measure else None,
+    )
 
 
 def _result(
@@ -278,6 +337,7 @@ def _result(
     record_accesses: bool,
     *,
     config: dict[str, Any],
+    setup: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {
         "system": system,
@@ -293,6 +353,8 @@ def _result(
         "epochs": epoch_rows,
         "totals": _totals(epoch_rows),
         "policy": driver.system.policy.summary(),
+        #: work charged before the first epoch (sampler=rho's held-out models), or None
+        "setup": setup,
     }
     if record_accesses:
         result["accesses"] = [order.tolist() for order in driver.orders]
@@ -333,8 +395,28 @@ def _plan_future(system: System, epochs: int) -> list[IntArray] | None:
     return orders
 
 
+#: the last data set decoded, keyed by its manifest hashes (which pin its bytes): a
+#: benchmark runs many systems over one data set in one process, and a 50,000-image set
+#: takes seconds to decode each time
+_DECODED: dict[tuple[str, ...], npt.NDArray[np.float32]] = {}
+
+
 def _decode_all(store: Any, keys: Sequence[str], hashes: Sequence[str]) -> npt.NDArray[np.float32]:
-    """Read (uncounted by the throttled wrapper) and decode every sample once."""
+    """Read (uncounted by the throttled wrapper) and decode every sample once per data set
+    (read-only: callers index copies out of it)."""
+    pinned = tuple(hashes)
+    if pinned in _DECODED:
+        return _DECODED[pinned]
+    images = _decode_fresh(store, keys, hashes)
+    images.flags.writeable = False
+    _DECODED.clear()
+    _DECODED[pinned] = images
+    return images
+
+
+def _decode_fresh(
+    store: Any, keys: Sequence[str], hashes: Sequence[str]
+) -> npt.NDArray[np.float32]:
     from hotset.data.decode import decode_many
     from hotset.data.manifest import content_hash
 
@@ -348,77 +430,6 @@ def _decode_all(store: Any, keys: Sequence[str], hashes: Sequence[str]) -> npt.N
     return np.ascontiguousarray(decode_many(blobs, list(keys)), dtype=np.float32)
 
 
-class _Trainer:
-    """One model, one optimizer; a weighted per-sample-loss step and an evaluation."""
-
-    def __init__(
-        self,
-        *,
-        net: Any,
-        x_train: Any,
-        y_train: Any,
-        x_val: Any,
-        y_val: Any,
-        lr: float,
-        epochs: int,
-    ) -> None:
-        import torch
-
-        self.net = net
-        self.x_train, self.y_train = x_train, y_train
-        self.x_val, self.y_val = x_val, y_val
-        self.base_lr = lr
-        self.epochs = epochs
-        self.opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
-        from hotset.importance.loss import per_sample_cross_entropy
-
-        self.loss_fn = per_sample_cross_entropy
-
-    def set_epoch(self, epoch: int) -> None:
-        lr = self.base_lr * 0.5 * (1.0 + math.cos(math.pi * epoch / self.epochs))
-        for group in self.opt.param_groups:
-            group["lr"] = lr
-
-    def step(self, ids: IntArray, weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """Train on training ids ``ids``; return their per-sample losses (before the step)."""
-        import torch
-
-        index = torch.from_numpy(ids)
-        self.net.train()
-        losses = self.loss_fn(self.net(self.x_train[index]), self.y_train[index])
-        w = torch.from_numpy(np.asarray(weights, dtype=np.float32))
-        loss = (losses * w).mean()
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        self.opt.step()
-        return np.asarray(losses.detach().double().numpy(), dtype=np.float64)
-
-    def forward_losses(self, ids: IntArray) -> npt.NDArray[np.float64]:
-        """Per-sample losses of ``ids`` from a forward pass, no training step (ImPACT's S)."""
-        import torch
-
-        self.net.eval()
-        with torch.no_grad():
-            index = torch.from_numpy(ids)
-            losses = self.loss_fn(self.net(self.x_train[index]), self.y_train[index])
-        return np.asarray(losses.double().numpy(), dtype=np.float64)
-
-    def accuracy(self) -> float | None:
-        import torch
-
-        n = len(self.y_val)
-        if n == 0:
-            return None
-        self.net.eval()
-        correct = 0
-        with torch.no_grad():
-            for start in range(0, n, _EVAL_BATCH):
-                logits = self.net(self.x_val[start : start + _EVAL_BATCH])
-                pred = logits.argmax(dim=1)
-                correct += int((pred == self.y_val[start : start + _EVAL_BATCH]).sum())
-        return correct / n
-
-
 class _Driver:
     """Drives the one engine's plans: reads what each plan reads, trains, counts."""
 
@@ -427,7 +438,7 @@ class _Driver:
         *,
         system: System,
         store: Any,
-        trainer: _Trainer | None,
+        trainer: Trainer | None,
         keys: list[str],
         hashes: list[str],
         sizes: IntArray,
@@ -435,8 +446,11 @@ class _Driver:
         compute_seconds: float,
         layout: UnitLayout | None,
         measure_identification: bool = False,
+        measure_compute: bool = False,
     ) -> None:
         self.system = system
+        #: charge compute as measured on the device, not compute_seconds per step
+        self.measure_compute = measure_compute
         self.measure_identification = measure_identification
         self.store = store
         self.trainer = trainer
@@ -555,9 +569,17 @@ class _Driver:
         if missing:
             self._read(missing, [])
             self.store.sync()
-        if self.compute_seconds:
-            self.store.advance(self.compute_seconds * len(ids) / (3 * self.planner.batch_size))
-        return self.trainer.forward_losses(ids)
+        started = time.perf_counter()
+        losses = self.trainer.forward_losses(ids)
+        modeled = self.compute_seconds * len(ids) / (3 * self.planner.batch_size)
+        self._compute(modeled, time.perf_counter() - started)
+        return losses
+
+    def _compute(self, modeled: float, measured: float) -> None:
+        """Let a step's compute pass on the clock: as modeled, or as measured."""
+        seconds = measured if self.measure_compute else modeled
+        if seconds > 0:
+            self.store.advance(seconds)
 
     def _step(self, plan: BatchPlan) -> float:
         """Read the plan's storage reads, train on its served ids; modeled I/O wait."""
@@ -581,11 +603,14 @@ class _Driver:
         served = plan.served
         self.served[-1].extend(served.tolist())
         self.coverage.add(served[plan.weights > 0])  # a weight of 0 trains nothing (``base``)
+        started = time.perf_counter()
         if self.trainer is not None:
             losses = self.trainer.step(served, plan.weights)
+            measured = time.perf_counter() - started
             self.planner.give(plan.index, served, losses)
-        if self.compute_seconds:
-            self.store.advance(self.compute_seconds)
+        else:
+            measured = 0.0
+        self._compute(self.compute_seconds, measured)
         return waited
 
     def _read(
@@ -683,6 +708,18 @@ def _validate(
         raise HotsetError(f"concurrency must be an integer >= 1, got {concurrency!r}")
     if not _finite(compute_ms_per_batch) or compute_ms_per_batch < 0:
         raise HotsetError(f"compute_ms_per_batch must be >= 0, got {compute_ms_per_batch!r}")
+
+
+def _check_device(device: object) -> None:
+    """A torch device name this machine has, or a HotsetError naming it."""
+    import torch
+
+    try:
+        dev = torch.device(device)  # type: ignore[call-overload]
+    except (RuntimeError, TypeError):
+        raise HotsetError(f"device {device!r} is not a torch device name (cpu, cuda)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise HotsetError(f"device {device!r}: this machine has no CUDA device")
 
 
 def _finite(value: object) -> bool:

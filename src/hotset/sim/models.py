@@ -1,9 +1,12 @@
-"""Small models the live simulator trains on the CPU.
+"""Small models the live simulator trains on the CPU, and a ResNet-18 for a GPU.
 
 They exist to turn a data order into a real loss and a real accuracy in
 seconds, not to be state of the art: the simulator compares systems at equal
 model, init and step count, so only the order (what the cache made cheap)
-differs between them.
+differs between them. ``resnet18`` is the CIFAR-style ResNet-18 (a 3x3 stem
+without max-pool, four stages of two basic blocks, 64 to 512 channels) of the
+device-ready benchmark (``benchmarks/gpu/importance.sh``): torchvision's model with
+that stem where torchvision imports, else the same shape built here.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from torch import nn
 
 from hotset.errors import HotsetError
 
-MODEL_NAMES = ("auto", "cnn", "mlp", "resnet")
+MODEL_NAMES = ("auto", "cnn", "mlp", "resnet", "resnet18")
 
 #: images with both sides at most this use the MLP under ``"auto"`` (sklearn digits: 8×8)
 _MLP_MAX_SIDE = 8
@@ -145,6 +148,18 @@ def small_resnet(
     )
 
 
+def resnet18(in_channels: int, num_classes: int) -> nn.Module:
+    """A CIFAR-style ResNet-18 (module docstring): torchvision's where it imports."""
+    try:
+        from torchvision.models import resnet18 as tv_resnet18
+    except ImportError:  # the same shape without torchvision
+        return SmallResNet(in_channels, num_classes, width=64, blocks_per_stage=2, stages=4)
+    net = tv_resnet18(num_classes=num_classes)
+    net.conv1 = nn.Conv2d(in_channels, 64, 3, stride=1, padding=1, bias=False)
+    net.maxpool = nn.Identity()
+    return net
+
+
 def make_model(name: str, meta: Mapping[str, Any]) -> nn.Module:
     """The model called ``name`` for a dataset described by ``meta``.
 
@@ -171,6 +186,8 @@ def make_model(name: str, meta: Mapping[str, Any]) -> nn.Module:
         return MLP(channels * height * width, num_classes)
     if name == "cnn":
         return SmallCNN(channels, num_classes, height)
+    if name == "resnet18":
+        return resnet18(channels, num_classes)
     return small_resnet(channels, num_classes)
 
 

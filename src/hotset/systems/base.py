@@ -87,6 +87,31 @@ class System:
     def access(self, sid: int) -> Decision:
         return self.policy.access(sid)
 
+    @property
+    def needs_irreducible(self) -> bool:
+        """Whether the sampler selects by reducible loss (``sampler=rho``) and some ids
+        still have no irreducible loss (:mod:`hotset.samplers.rho`)."""
+        rho = getattr(self.sampler, "rho", None)
+        return rho is not None and rho.missing > 0
+
+    def set_irreducible(self, ids: npt.ArrayLike, losses: npt.ArrayLike) -> None:
+        """Irreducible losses of ``ids`` (a held-out model's per-sample losses), which
+        ``sampler=rho`` subtracts from the training loss to rank the ids.
+
+        An input, like feedback, but not part of the saved state: a resumed run gives
+        them again (or names them with the ``irreducible=PATH`` option, which is rebuilt
+        from the options); a selection missing any is refused, never guessed.
+        """
+        rho = getattr(self.sampler, "rho", None)
+        if rho is None:
+            from hotset.errors import HotsetError
+
+            raise HotsetError(
+                f"system {self.name!r} does not select by reducible loss; "
+                "set_irreducible needs sampler=rho (impact[sampler=rho], scout[sampler=rho])"
+            )
+        rho.set(ids, losses)
+
     def feedback(self, ids: IntArray, losses: npt.NDArray[np.float64], *, epoch: int) -> None:
         """Per-sample losses of one step, keyed by the ids actually trained on."""
         scores = None if self.scorer is None else self.scorer.score(ids, losses, self.table)

@@ -29,6 +29,7 @@ from hotset.policies.icache import H_SHARE, H_START
 from hotset.policies.impact import ImpactCache, ImpactHistoryCache, ImpactRealtimeCache
 from hotset.samplers.iis import BETA, DEFAULT_COVERAGE_EPOCHS, WINDOW
 from hotset.samplers.impact import SAMPLERS, ImpactSampler
+from hotset.samplers.rho import RHO_SHARE, irreducible_option
 from hotset.systems.base import System, SystemSpec, with_defaults
 from hotset.systems.icache import OPTION_DOCS as ICACHE_DOCS
 from hotset.systems.options import SystemOption, declare
@@ -50,6 +51,11 @@ DEFAULTS: dict[str, Any] = {
     #: the selection rule: iCACHE's percentile rule (Selective-Backprop, the paper's [14]),
     #: or keep-probability proportional to the loss (docs/systems/impact.md says why)
     "sampler": SAMPLERS[0],
+    #: sampler=rho: the share of ids with a known loss kept (RHO-loss's n_b / n_B)
+    "rho_share": RHO_SHARE,
+    #: sampler=rho: a .npy array of one irreducible loss per id (none: given later, by
+    #: loader.system.set_irreducible or, in the simulators, a held-out model)
+    "irreducible": None,
 }
 
 
@@ -78,6 +84,8 @@ def _system(name: str, cache: type[ImpactCache]) -> Callable[..., System]:
             window=opts["window"],
             coverage_epochs=opts["coverage_epochs"],
             sampler=opts["sampler"],
+            rho=irreducible_option(name, n, rho=opts["sampler"] == "rho", path=opts["irreducible"]),
+            rho_share=opts["rho_share"],
         )
         return System(
             name=name,
@@ -129,8 +137,15 @@ _DOCS: dict[str, tuple[str, str]] = {
     ),
     "sampler": (
         "|".join(SAMPLERS),
-        "selection rule: percentile (iCACHE's, keep with percentile(loss) ** beta) or loss "
-        "(keep with probability proportional to the loss, 1 / (1 + beta) of the ids)",
+        "selection rule: percentile (iCACHE's, keep with percentile(loss) ** beta), loss "
+        "(keep with probability proportional to the loss, 1 / (1 + beta) of the ids) or rho "
+        "(RHO-loss, the paper's [22]: the top rho_share by loss minus irreducible loss)",
+    ),
+    "rho_share": ("number", "sampler=rho: share of the ids with a known loss kept each epoch"),
+    "irreducible": (
+        "none|path",
+        "sampler=rho: .npy array of one irreducible loss per id (none: set later with "
+        "loader.system.set_irreducible; the simulators train a held-out model)",
     ),
 }
 OPTIONS: dict[str, tuple[SystemOption, ...]] = {

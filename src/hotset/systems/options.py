@@ -8,7 +8,8 @@ wrong type names the option, the value and the type -- and ``hotset systems
 --options NAME`` prints it. :func:`declare` takes the defaults from the dict the
 system's ``build`` itself uses, so the listing cannot drift from what is built.
 
-A type is a ``|``-list of ``number`` (int or float), ``int``, ``bool``, ``none``
+A type is a ``|``-list of ``number`` (int or float), ``int``, ``bool``, ``none``,
+``path`` (any text: a file the system reads, such as ``irreducible=losses.npy``)
 and quoted-free literal words (the allowed strings), e.g. ``"int|none"`` or
 ``"blocks|head|none"``. Only the type is checked here; ranges (a share in
 ``[0, 1)``, ``rep_factor`` a multiple of 0.5) stay with the system, which knows
@@ -17,6 +18,7 @@ them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +29,7 @@ from hotset.errors import HotsetError
 
 __all__ = ["SystemOption", "declare", "format_value", "parse_loose"]
 
-_KINDS = ("number", "int", "bool", "none")
+_KINDS = ("number", "int", "bool", "none", "path")
 #: how a boolean may be spelled in a spec or an ``--option`` value
 _TRUE = ("true", "yes", "on")
 _FALSE = ("false", "no", "off")
@@ -84,7 +86,7 @@ class SystemOption:
                 return float(word)
             except ValueError:
                 pass
-        if word in self.choices:
+        if word in self.choices or ("path" in parts and word):
             return word
         raise self._bad(system, word)
 
@@ -94,6 +96,8 @@ class SystemOption:
         if isinstance(value, np.generic):
             value = value.item()
         parts = self._parts
+        if isinstance(value, os.PathLike) and "path" in parts:
+            value = os.fspath(value)
         ok = (
             (value is None and "none" in parts)
             or (isinstance(value, bool) and "bool" in parts)
@@ -104,6 +108,7 @@ class SystemOption:
             )
             or (isinstance(value, float) and "number" in parts)
             or (isinstance(value, str) and value in self.choices)
+            or (isinstance(value, str) and value != "" and "path" in parts)
         )
         if not ok:
             raise self._bad(system, value)

@@ -26,8 +26,11 @@ Options (``scout[lookahead=1.8,ranged=true,stagger=true,preview=horizon,ramp=0.5
 * ``ramp``: a cold cache's horizon starts at this share of its length and grows to
   all of it over the first epoch, so the first batches do not read the whole
   fetched-ahead stock while every sample misses (0.5; 1: off, the ablation row);
-* ``sampler``: ``iis`` (iCACHE's importance sampling) or ``random`` (a uniform
-  permutation of every id: the ablation row without importance);
+* ``sampler``: ``iis`` (iCACHE's importance sampling), ``random`` (a uniform
+  permutation of every id: the ablation row without importance) or ``rho`` (IIS's
+  full epochs, its selection epochs keeping the ``rho_share`` of highest reducible
+  loss, RHO-loss: :mod:`hotset.samplers.rho`; ``irreducible=PATH`` or
+  ``loader.system.set_irreducible`` gives the irreducible losses);
 * ``beta``, ``window``, ``warm_up``, ``reuse_factor``: IIS's own
   (:mod:`hotset.samplers.iis`); ``coverage_epochs``: every id asked for at least
   once in that many epochs (10; 0 turns the guard off).
@@ -45,6 +48,7 @@ from hotset.errors import HotsetError
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.scout import Scout
+from hotset.policies.scout_rounds import LANES, ScoutRounds
 from hotset.samplers.base import EpochContext, IntArray, Sampler
 from hotset.samplers.iis import (
     BETA,
@@ -55,12 +59,20 @@ from hotset.samplers.iis import (
     IISSampler,
 )
 from hotset.samplers.random import RandomSampler
+from hotset.samplers.rho import RHO_SHARE, irreducible_option
 from hotset.samplers.shard import shard
 from hotset.systems.base import System, SystemSpec, with_defaults
 from hotset.systems.options import SystemOption, declare
 
-SAMPLERS = ("iis", "random")
+SAMPLERS = ("iis", "random", "rho")
+#: how the sampler's ids are served: in rounds of chunk pieces (the set, arranged by
+#: chunk) or in the order drawn (lookahead windows)
+SERVES = ("rounds", "order")
+#: the options only ``serve=order`` reads (its lookahead windows)
+ORDER_ONLY = ("lookahead", "ranged", "stagger", "preview", "ramp")
 DEFAULTS: dict[str, Any] = {
+    "serve": SERVES[0],
+    "lanes": LANES,
     "lookahead": 1.8,
     "ranged": True,
     "stagger": True,
@@ -72,6 +84,8 @@ DEFAULTS: dict[str, Any] = {
     "warm_up": WARM_UP,
     "reuse_factor": REUSE_FACTOR,
     "coverage_epochs": DEFAULT_COVERAGE_EPOCHS,
+    "rho_share": RHO_SHARE,
+    "irreducible": None,
 }
 
 
@@ -95,6 +109,20 @@ def _check(opts: dict[str, Any]) -> None:
     for key in ("ranged", "stagger"):
         if not isinstance(opts[key], bool):
             raise HotsetError(f"system 'scout': {key} must be true or false, got {opts[key]!r}")
+    if opts["serve"] not in SERVES:
+        raise HotsetError(
+            f"system 'scout': serve must be one of {', '.join(SERVES)}, got {opts['serve']!r}"
+        )
+    lanes = opts["lanes"]
+    if isinstance(lanes, bool) or not isinstance(lanes, int) or lanes < 1:
+        raise HotsetError(f"system 'scout': lanes must be an integer >= 1, got {lanes!r}")
+    for key in ORDER_ONLY if opts["serve"] == "rounds" else ("lanes",):
+        if opts[key] != DEFAULTS[key]:
+            other = "order" if opts["serve"] == "rounds" else "rounds"
+            raise HotsetError(
+                f"system 'scout': {key}={opts[key]!r} applies to serve={other}, "
+                f"not serve={opts['serve']}"
+            )
     if opts["sampler"] not in SAMPLERS:
         raise HotsetError(
             f"system 'scout': sampler must be one of {', '.join(SAMPLERS)}, got {opts['sampler']!r}"
@@ -102,7 +130,8 @@ def _check(opts: dict[str, Any]) -> None:
 
 
 class _Preview:
-    """Tells the policy the next epoch's permutation when an epoch's order is drawn.
+    """Has the policy arrange the epoch's ids in rounds (``serve=rounds``), or tells it
+    the next epoch's permutation when an epoch's order is drawn (``serve=order``).
 
     Both samplers draw ``epoch_rng(epoch).permutation(n)`` and keep some of it (IIS)
     or all of it (random), so the next epoch's permutation, sharded as the order
@@ -113,6 +142,8 @@ class _Preview:
 
     def order(self, ctx: EpochContext) -> IntArray:
         out: IntArray = super().order(ctx)  # type: ignore[misc]
+        if isinstance(self.policy, ScoutRounds):
+            return self.policy.arrange(out, ctx.epoch)
         if self.policy is not None and self.policy.preview:
             inner: Sampler = self  # type: ignore[assignment]
             nxt = inner.epoch_rng(ctx.epoch + 1).permutation(inner.n).astype(np.int64)
@@ -129,6 +160,7 @@ class _PreviewRandom(_Preview, RandomSampler):
 
 
 def _sampler(n: int, seed: int, opts: dict[str, Any]) -> _PreviewIIS | _PreviewRandom:
+    rho = irreducible_option("scout", n, rho=opts["sampler"] == "rho", path=opts["irreducible"])
     if opts["sampler"] == "random":
         return _PreviewRandom(n, seed=seed)
     return _PreviewIIS(
@@ -139,6 +171,8 @@ def _sampler(n: int, seed: int, opts: dict[str, Any]) -> _PreviewIIS | _PreviewR
         warm_up=opts["warm_up"],
         reuse_factor=opts["reuse_factor"],
         coverage_epochs=opts["coverage_epochs"],
+        rho=rho,
+        rho_share=opts["rho_share"],
     )
 
 
@@ -149,15 +183,19 @@ def build_scout(
     opts = with_defaults("scout", options, DEFAULTS)
     _check(opts)
     sampler = _sampler(n, seed, opts)
-    policy = Scout(
-        budget,
-        seed=seed,
-        lookahead=opts["lookahead"],
-        ranged=opts["ranged"],
-        stagger=opts["stagger"],
-        preview=None if opts["preview"] == "horizon" else opts["preview"] * batch_size,
-        ramp=opts["ramp"],
-    )
+    policy: Scout
+    if opts["serve"] == "rounds":
+        policy = ScoutRounds(budget, seed=seed, lanes=opts["lanes"])
+    else:
+        policy = Scout(
+            budget,
+            seed=seed,
+            lookahead=opts["lookahead"],
+            ranged=opts["ranged"],
+            stagger=opts["stagger"],
+            preview=None if opts["preview"] == "horizon" else opts["preview"] * batch_size,
+            ramp=opts["ramp"],
+        )
     sampler.policy = policy
     return System(
         name="scout",
@@ -180,6 +218,13 @@ SPECS: list[SystemSpec] = [
 ]
 
 _DOCS: dict[str, tuple[str, str]] = {
+    "serve": (
+        "|".join(SERVES),
+        "rounds: the sampler's set arranged by chunk, each chunk's selected members one "
+        "ranged request, lanes requests a round, the rest of the cache a static set; order: "
+        "the order as drawn, misses fetched with their chunk's members due within lookahead",
+    ),
+    "lanes": ("int", "serve=rounds: requests one round issues at once (the store's in flight)"),
     "lookahead": (
         "number",
         "horizon in multiples of the samples the cache holds (0: every miss read alone)",
@@ -200,7 +245,11 @@ _DOCS: dict[str, tuple[str, str]] = {
         "a cold cache's horizon starts at this share of the full one and grows to it over "
         "the first epoch (1: no ramp)",
     ),
-    "sampler": ("|".join(SAMPLERS), "iis: iCACHE's importance sampling; random: every id"),
+    "sampler": (
+        "|".join(SAMPLERS),
+        "iis: iCACHE's importance sampling; random: every id; rho: IIS's schedule, selecting "
+        "the top rho_share by reducible loss (RHO-loss)",
+    ),
     "beta": ("number", "IIS: keep with percentile(loss) ** beta"),
     "window": ("int", "IIS: losses in the sliding window a percentile is taken over"),
     "warm_up": ("int", "IIS: full epochs before the first selection"),
@@ -208,6 +257,12 @@ _DOCS: dict[str, tuple[str, str]] = {
     "coverage_epochs": (
         "int",
         "every id asked for at least once in this many epochs (0: off)",
+    ),
+    "rho_share": ("number", "sampler=rho: share of the ids with a known loss kept"),
+    "irreducible": (
+        "none|path",
+        "sampler=rho: .npy array of one irreducible loss per id (none: set later with "
+        "loader.system.set_irreducible; the simulators train a held-out model)",
     ),
 }
 OPTIONS: dict[str, tuple[SystemOption, ...]] = {"scout": declare(DEFAULTS, _DOCS)}
