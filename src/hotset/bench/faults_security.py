@@ -428,7 +428,19 @@ def _hold(path: Path) -> None:
 
 
 def _remount_ro(path: Path) -> None:
-    subprocess.run(["mount", "-o", "remount,ro", str(path)], capture_output=True, check=True)
+    """Remount ``path`` read-only; the kernel refuses (busy) while a package file is open
+    for writing there, so try again for up to 5 s: that refusal is the harness racing a
+    write, not the loader failing (a loaded machine lost one run of a full suite to it)."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        done = subprocess.run(["mount", "-o", "remount,ro", str(path)], capture_output=True)
+        if done.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise subprocess.CalledProcessError(
+                done.returncode, done.args, done.stdout, done.stderr
+            )
+        time.sleep(0.02)
 
 
 def _learning(loader: Any) -> Callable[[Any], None]:
