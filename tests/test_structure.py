@@ -5,7 +5,12 @@ The layout is only worth something while it holds, so the test suite checks it:
 * the engine owns its contract: no module under ``hotset.engine`` imports
   ``hotset.policies`` or ``hotset.systems`` (:func:`engine_upward_imports`);
 * no import cycles between modules (:func:`module_cycles`) nor between packages
-  (:func:`package_cycles`);
+  (:func:`package_cycles`), and none either when the imports under ``if
+  TYPE_CHECKING:`` are counted too (``typing=True``): a type-only import still ties
+  two modules together, and hides the circle from the run-time check;
+* the lower layers do not import the rooms above them, not even for a type
+  (:func:`layer_violations`, :data:`LOWER_LAYERS`): the importance tables and
+  scorers never import the samplers, the policies or the systems built on them;
 * no function or method over :data:`MAX_FUNCTION_LINES` lines in the loader and the
   cache stores (:func:`long_functions`);
 * README.md stays short and points at pages under docs/ that exist
@@ -37,6 +42,18 @@ MAX_README_LINES = 160
 #: what the engine must not import: the rooms it drives
 ENGINE = "hotset.engine"
 ENGINE_FORBIDDEN = ("hotset.policies", "hotset.systems")
+#: a lower package -> the packages above it that it must not import, type-only imports
+#: included (a Protocol in the lower package stands for what it needs of the higher one)
+LOWER_LAYERS: dict[str, tuple[str, ...]] = {
+    "hotset.engine": ("hotset.policies", "hotset.systems"),
+    "hotset.importance": (
+        "hotset.samplers",
+        "hotset.policies",
+        "hotset.systems",
+        "hotset.torch",
+        "hotset.sim",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -86,23 +103,26 @@ def _is_literal_import_module(node: ast.AST) -> bool:
     )
 
 
-def _import_nodes(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom | ast.Call]:
-    """Import statements anywhere in ``node`` (functions too), outside TYPE_CHECKING blocks.
+def _import_nodes(
+    node: ast.AST, typing: bool = False
+) -> Iterator[ast.Import | ast.ImportFrom | ast.Call]:
+    """Import statements anywhere in ``node`` (functions too), outside TYPE_CHECKING blocks
+    unless ``typing`` (then inside them too).
 
     A call ``importlib.import_module("literal")`` counts as an import too: it is one,
     written differently. Imports by computed names (the registries) cannot be read
     statically and are not counted.
     """
-    if isinstance(node, ast.If) and _is_type_checking(node.test):
+    if not typing and isinstance(node, ast.If) and _is_type_checking(node.test):
         for child in node.orelse:
-            yield from _import_nodes(child)
+            yield from _import_nodes(child, typing)
         return
     if isinstance(node, ast.Import | ast.ImportFrom | ast.Call) and (
         not isinstance(node, ast.Call) or _is_literal_import_module(node)
     ):
         yield node
     for child in ast.iter_child_nodes(node):
-        yield from _import_nodes(child)
+        yield from _import_nodes(child, typing)
 
 
 def _resolve(name: str, modules: dict[str, Path]) -> str | None:
@@ -143,14 +163,15 @@ def _targets(
     return sorted({target for target in found if target is not None})
 
 
-def imports_of(module: str, modules: dict[str, Path]) -> list[Import]:
-    """Every import of a hotset module that ``module`` makes, lazy ones included."""
+def imports_of(module: str, modules: dict[str, Path], typing: bool = False) -> list[Import]:
+    """Every import of a hotset module that ``module`` makes, lazy ones included (and
+    type-only ones with ``typing``)."""
     path = modules[module]
     source = path.read_text(encoding="utf-8")
     tree = ast.parse(source, filename=str(path))
     lines = source.splitlines()
     found: list[Import] = []
-    for node in _import_nodes(tree):
+    for node in _import_nodes(tree, typing):
         text = lines[node.lineno - 1].strip()  # the statement's first line names it
         for target in _targets(node, module, modules):
             if target != module:
@@ -158,14 +179,14 @@ def imports_of(module: str, modules: dict[str, Path]) -> list[Import]:
     return found
 
 
-def import_graph(src: Path = SRC) -> dict[str, list[Import]]:
+def import_graph(src: Path = SRC, typing: bool = False) -> dict[str, list[Import]]:
     """The module-level import graph: module -> the imports it makes.
 
     Rules (one node per module; a package is its ``__init__`` module):
 
     * every import statement counts, at the top or inside a function, except those
-      under ``if TYPE_CHECKING:`` (they never run); so do ``importlib.import_module``
-      calls with a literal name;
+      under ``if TYPE_CHECKING:`` (they never run) unless ``typing``; so do
+      ``importlib.import_module`` calls with a literal name;
     * ``import hotset.a.b`` imports the module ``hotset.a.b``; ``from hotset.a import
       name`` imports ``hotset.a.name`` when that is a module, else ``hotset.a``;
     * the parent packages an import runs on the way (``hotset/a/__init__.py`` for
@@ -176,7 +197,7 @@ def import_graph(src: Path = SRC) -> dict[str, list[Import]]:
       hide the circles that matter.
     """
     modules = module_files(src)
-    return {module: imports_of(module, modules) for module in modules}
+    return {module: imports_of(module, modules, typing) for module in modules}
 
 
 def strongly_connected(nodes: list[str], edges: dict[str, set[str]]) -> list[list[str]]:
@@ -246,9 +267,9 @@ def _cycles(graph: dict[str, list[Import]], node_of: dict[str, str]) -> list[str
     return findings
 
 
-def module_cycles(src: Path = SRC) -> list[str]:
+def module_cycles(src: Path = SRC, typing: bool = False) -> list[str]:
     """Strongly connected components of more than one module (see :func:`import_graph`)."""
-    graph = import_graph(src)
+    graph = import_graph(src, typing)
     return _cycles(graph, {module: module for module in graph})
 
 
@@ -258,13 +279,13 @@ def package_of(module: str) -> str:
     return ".".join(parts[:2])
 
 
-def package_cycles(src: Path = SRC) -> list[str]:
+def package_cycles(src: Path = SRC, typing: bool = False) -> list[str]:
     """Circles between packages: ``hotset.X`` per subpackage, top-level modules on their own.
 
     A top-level module (``hotset.errors``) is a node of its own, and so is
     ``hotset`` (its ``__init__``); imports within one package are not edges.
     """
-    graph = import_graph(src)
+    graph = import_graph(src, typing)
     modules = module_files(src)
     node_of = {
         module: module if modules[module].parent == src / PACKAGE else package_of(module)
@@ -283,6 +304,26 @@ def engine_upward_imports(src: Path = SRC) -> list[str]:
         for imp in imports
         if any(_within(imp.target, forbidden) for forbidden in ENGINE_FORBIDDEN)
     ]
+
+
+def layer_violations(
+    src: Path = SRC, layers: dict[str, tuple[str, ...]] = LOWER_LAYERS
+) -> list[str]:
+    """Imports, type-only ones included, from a lower package into one above it."""
+    graph = import_graph(src, typing=True)
+    return [
+        imp.describe()
+        for module, imports in graph.items()
+        for lower, above in layers.items()
+        if _within(module, lower)
+        for imp in imports
+        if any(_within(imp.target, higher) for higher in above)
+    ]
+
+
+def typed_cycles(src: Path = SRC) -> list[str]:
+    """Module and package circles, the imports under ``if TYPE_CHECKING:`` counted."""
+    return module_cycles(src, typing=True) + package_cycles(src, typing=True)
 
 
 def long_functions(
@@ -361,6 +402,25 @@ def test_no_package_import_cycles() -> None:
     assert not findings, _report(findings)
 
 
+def test_no_import_cycles_through_type_only_imports() -> None:
+    """No circle of modules nor of packages even when ``if TYPE_CHECKING:`` imports count.
+
+    A type-only import back into the module that imports you is a circle all the same:
+    the two can be neither read nor moved apart. A Protocol in the lower module, naming
+    what it uses of the higher one, breaks it (:class:`hotset.torch.movebytes.MoveParts`).
+    """
+    findings = typed_cycles()
+    assert not findings, _report(findings)
+
+
+def test_lower_layers_import_nothing_above_them() -> None:
+    """:data:`LOWER_LAYERS`: the engine and the importance tables import no room above them,
+    type-only imports included (:class:`hotset.importance.merge.Learner` stands for a system).
+    """
+    findings = layer_violations()
+    assert not findings, _report(findings)
+
+
 def test_loader_and_cache_functions_are_short() -> None:
     """Functions of torch/ and cachestore/ fit on a screen: def line to last line, <= 80."""
     findings = long_functions()
@@ -425,6 +485,39 @@ def test_an_engine_import_of_a_policy_is_named(tmp_path: Path) -> None:
     assert engine_upward_imports(src) == ["hotset.engine.m:2: from ..policies import base"]
 
 
+def test_a_type_only_circle_and_an_upward_type_import_are_named(tmp_path: Path) -> None:
+    src = _write(
+        tmp_path,
+        {
+            "src/hotset/__init__.py": "",
+            "src/hotset/torch/__init__.py": "",
+            "src/hotset/torch/fetch.py": "from hotset.torch.move import Move\n",
+            "src/hotset/torch/move.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from hotset.torch.fetch import Fetcher\n"
+            ),
+            "src/hotset/importance/__init__.py": "",
+            "src/hotset/importance/merge.py": (
+                "import typing\n"
+                "if typing.TYPE_CHECKING:\n    from hotset.systems.base import System\n"
+            ),
+            "src/hotset/importance/table.py": "",
+            "src/hotset/systems/__init__.py": "",
+            "src/hotset/systems/base.py": "from hotset.importance import table\n",
+        },
+    )
+    assert module_cycles(src) == [] and package_cycles(src) == []  # type-only: not run
+    cycles = typed_cycles(src)
+    assert [c.splitlines()[0] for c in cycles] == [
+        "cycle through hotset.torch.fetch, hotset.torch.move:",
+        "cycle through hotset.importance, hotset.systems:",
+    ]
+    assert "hotset.torch.move:3: from hotset.torch.fetch import Fetcher" in cycles[0]
+    assert layer_violations(src) == [
+        "hotset.importance.merge:3: from hotset.systems.base import System"
+    ]
+
+
 def test_a_function_over_the_limit_is_named(tmp_path: Path) -> None:
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES - 1))
     src = _write(
@@ -462,6 +555,8 @@ CHECKS = {
     "engine imports policies/systems": engine_upward_imports,
     "module import cycles": module_cycles,
     "package import cycles": package_cycles,
+    "import cycles, type-only imports counted": typed_cycles,
+    "lower layers importing above them": layer_violations,
     f"functions over {MAX_FUNCTION_LINES} lines in {', '.join(SHORT_FUNCTION_PACKAGES)}": (
         long_functions
     ),

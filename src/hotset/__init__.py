@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotset.errors import HotsetError, IntegrityError, StorageError
+from hotset.errors import HotsetError, HotsetRuntimeError, IntegrityError, StorageError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "HotsetError",
+    "HotsetRuntimeError",
     "IntegrityError",
     "StorageError",
     "__version__",

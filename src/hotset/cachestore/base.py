@@ -22,7 +22,7 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import xxhash
 
-from hotset.errors import HotsetError, IntegrityError
+from hotset.errors import HotsetError, HotsetRuntimeError, IntegrityError
 from hotset.units import format_bytes
 
 _HASH_PATTERN = re.compile(r"^[0-9a-f]{16}$")
@@ -79,7 +79,7 @@ def verify_payload(key: CacheKey, data: bytes, *, where: str) -> None:
         )
 
 
-class PutRefused(HotsetError):
+class PutRefused(HotsetRuntimeError):
     """A put the store turned away because it would pass ``capacity_bytes``.
 
     Its own class so that a caller tells a full budget (which the loader skips

@@ -17,10 +17,10 @@ from typing import Any
 
 from hotset.cachestore.redaction import scrub
 from hotset.cachestore.redis_url import parse_cluster
-from hotset.errors import HotsetError
+from hotset.errors import HotsetError, HotsetRuntimeError
 
 
-class CacheUnavailable(HotsetError):
+class CacheUnavailable(HotsetRuntimeError):
     """The cache server failed a call: unreachable, timed out, or refusing writes (OOM).
 
     Apart from :class:`~hotset.errors.HotsetError` itself, which a refused put

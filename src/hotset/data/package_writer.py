@@ -41,13 +41,13 @@ from hotset.data.leftovers import owner_tag, reclaim
 from hotset.data.manifest import content_hash
 from hotset.engine.packages import DEFAULT_PREFIX, encode, package_key
 from hotset.engine.units import UnitLayout
-from hotset.errors import HotsetError, IntegrityError
+from hotset.errors import HotsetError, HotsetRuntimeError, IntegrityError
 
 #: the probe file :meth:`PackageWriter.open` writes and removes in the run's folder
 PROBE_NAME = ".probe"
 
 
-class PackageWriteError(HotsetError):
+class PackageWriteError(HotsetRuntimeError):
     """A package file could not be written: its folder is full, read-only or gone.
 
     Raised for the :class:`OSError` of the write itself, never for the reads of

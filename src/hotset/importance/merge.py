@@ -15,15 +15,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from hotset.systems.base import System
+    from hotset.importance.scorers import Scorer
+    from hotset.importance.table import ImportanceTable
 
-__all__ = ["RankFeedback", "merge_rank_feedback"]
+__all__ = ["Learner", "RankFeedback", "merge_rank_feedback"]
+
+
+class Learner(Protocol):
+    """What the merge uses of a system: its table and its scorer.
+
+    A :class:`hotset.systems.base.System` is one. Declared here so that this
+    module, below the systems, never imports them (not even for a type).
+    """
+
+    @property
+    def table(self) -> ImportanceTable: ...
+
+    @property
+    def scorer(self) -> Scorer | None: ...
 
 
 class RankFeedback(TypedDict):
@@ -35,7 +50,7 @@ class RankFeedback(TypedDict):
 
 
 def merge_rank_feedback(
-    system: System,
+    system: Learner,
     parts: Sequence[RankFeedback],
     *,
     start_table: dict[str, Any],

@@ -29,7 +29,15 @@ _POLICIES: dict[str, str] = {
 
 
 def register_policy(name: str, target: str) -> None:
-    """Register ``name`` as ``"module:Class"`` (later systems add theirs)."""
+    """Register ``name`` as ``"module:Class"`` (later systems add theirs).
+
+    Idempotent for the same target; a name already registered to another class is
+    refused, as the systems registry refuses a system defined twice: silently
+    replacing ``lru`` would change every system built on it.
+    """
+    known = _POLICIES.get(name)
+    if known is not None and known != target:
+        raise HotsetError(f"policy {name!r} is already registered as {known}; not as {target}")
     _POLICIES[name] = target
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import xxhash
 
@@ -27,9 +27,15 @@ from hotset.engine.plan import BatchPlan
 from hotset.torch.cacheio import CacheTurn
 
 if TYPE_CHECKING:
-    from hotset.torch.fetch import BatchFetcher
+    from hotset.cachestore.base import CacheStore
+    from hotset.engine.units import UnitLayout
+    from hotset.torch.cacheio import CacheBackoff, CacheKeys
+    from hotset.torch.cachewrite import CacheWriter
+    from hotset.torch.pool import SharedPool
+    from hotset.torch.reads import StoreReader
+    from hotset.torch.sequencer import Sequencer
 
-__all__ = ["BatchMove", "drop_poisoned"]
+__all__ = ["BatchMove", "MoveParts", "drop_poisoned"]
 
 _SUB = int(Outcome.SUBSTITUTION)
 #: a unit read in flight: (unit, its future)
@@ -56,10 +62,34 @@ def drop_poisoned(
     return out
 
 
+class MoveParts(Protocol):
+    """What a :class:`BatchMove` uses of the worker's fetcher, and nothing more.
+
+    :class:`hotset.torch.fetch.BatchFetcher` has these parts; declaring them here
+    keeps the import one way (fetch imports movebytes, never the reverse), so a
+    batch's moves can be read, and tested, without the fetcher's module.
+    """
+
+    reader: StoreReader
+    writer: CacheWriter
+    pool: SharedPool
+    cache: CacheStore | None
+    cache_keys: CacheKeys
+    backoff: CacheBackoff
+    sequencer: Sequencer
+    layout: UnitLayout | None
+    #: every read is checked against these sizes
+    size_list: list[int]
+    #: other loaders write the cache: misses look in the pool first
+    shared: bool
+    #: re-hash what the cache serves
+    verify: bool
+
+
 class BatchMove:
     """The bytes of one plan: gathered by :meth:`run`, with what it did (see the module)."""
 
-    def __init__(self, fetcher: BatchFetcher, plan: BatchPlan) -> None:
+    def __init__(self, fetcher: MoveParts, plan: BatchPlan) -> None:
         self.f = fetcher
         self.plan = plan
         self.reader = fetcher.reader

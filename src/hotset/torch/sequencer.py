@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hotset.errors import HotsetError
+from hotset.errors import HotsetError, HotsetRuntimeError
 from hotset.liveness import owner_state
 from hotset.torch.forksafe import as_context
 
@@ -49,11 +49,11 @@ _LOCK_POLL_S = 0.05
 DEFAULT_WAIT_TIMEOUT_S = 600.0
 
 
-class StalePlan(HotsetError):
+class StalePlan(HotsetRuntimeError):
     """The plan was abandoned by the main process while a worker held it."""
 
 
-class HolderDied(HotsetError):
+class HolderDied(HotsetRuntimeError):
     """The process holding the writers' lock died in its turn; its batch is lost."""
 
 
