@@ -23,6 +23,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 RUNTIME = {
     "hotset.errors:IntegrityError",
     "hotset.errors:StorageError",
+    "hotset.errors:WorkerDied",
     "hotset.cachestore.base:PutRefused",
     "hotset.cachestore.redis_connect:CacheUnavailable",
     "hotset.data.itemcodec:ItemDecodeError",

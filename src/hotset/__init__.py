@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotset.errors import HotsetError, HotsetRuntimeError, IntegrityError, StorageError
+from hotset.errors import (
+    HotsetError,
+    HotsetRuntimeError,
+    IntegrityError,
+    StorageError,
+    WorkerDied,
+)
 
 __version__ = "0.1.0"
 
@@ -20,6 +26,7 @@ __all__ = [
     "HotsetRuntimeError",
     "IntegrityError",
     "StorageError",
+    "WorkerDied",
     "__version__",
     "eval_loader",
     "from_dataset",

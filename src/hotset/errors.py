@@ -46,6 +46,11 @@ class IntegrityError(HotsetRuntimeError):
     """Stored bytes do not match what the manifest promises."""
 
 
+class WorkerDied(HotsetRuntimeError):
+    """A DataLoader worker of the loader died (killed, or by the out-of-memory killer);
+    the message names it, its pid and its signal or exit code where torch knew them."""
+
+
 class StorageError(HotsetRuntimeError):
     """A store read that failed for good; the message names the key and the store.
 

@@ -27,7 +27,7 @@ import torch
 
 import hotset
 from hotset.data import SynthConfig, make_synth
-from hotset.errors import HotsetError
+from hotset.errors import WorkerDied
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "torch"))
 from worker_probe import probe_collate  # importable by a fork server's workers
@@ -117,7 +117,7 @@ def test_a_worker_killed_anywhere_is_the_loaders_error_naming_it(
             killer.join(timeout=10)
             assert killer.killed is not None, "the kill never happened"
             if exc is not None:
-                assert isinstance(exc, HotsetError), f"run {run}: raw {type(exc).__name__}: {exc}"
+                assert isinstance(exc, WorkerDied), f"run {run}: raw {type(exc).__name__}: {exc}"
                 assert f"DataLoader worker (pid {killer.killed}) was killed by SIGKILL" in str(
                     exc
                 ) or f"pid(s) {killer.killed})" in str(exc), str(exc)

@@ -28,7 +28,7 @@ from torch_support import loss_of
 from worker_probe import eof_collate, probe_collate, seed_numpy_from_torch
 
 import hotset
-from hotset.errors import HotsetError
+from hotset.errors import HotsetError, WorkerDied
 from hotset.torch.forksafe import fork_can_deadlock, keeps_workers
 from hotset.torch.loader import HotsetLoader, _worker_died
 from process_support import run_torchrun
@@ -167,7 +167,7 @@ def test_a_kept_worker_that_dies_is_replaced(dataset_dir: Path) -> None:
         # queued, fails to take that batch's tensors from the dead process (a bare
         # ConnectionResetError or EOFError from the fd hand-over): either way the user
         # gets hotset's "worker died" error and the next epoch starts fresh workers
-        with pytest.raises(HotsetError, match="a DataLoader worker died"):
+        with pytest.raises(WorkerDied, match="a DataLoader worker died"):
             for x, _y, _ids, _w in loader:
                 os.kill(x["pid"], signal.SIGKILL)  # the first batch's worker
         third = _take(loader, 3, truth)

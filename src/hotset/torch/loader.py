@@ -81,7 +81,7 @@ from hotset.data.package_writer import PackageWriter
 from hotset.engine.counters import Coverage
 from hotset.engine.feedback import Feedback
 from hotset.engine.plan import EpochLog
-from hotset.errors import HotsetError
+from hotset.errors import HotsetError, WorkerDied
 from hotset.importance.table import as_ids, as_values
 from hotset.systems.base import System
 from hotset.torch.batches import shape_batch
@@ -840,7 +840,7 @@ class HotsetLoader(Checkpoints):
         # now, so the others stop at once rather than at their timeout.
         self._abandon_unwritten(clear=False)
         self._renew_kept_workers()
-        raise HotsetError(
+        raise WorkerDied(
             f"{what}: a DataLoader worker died (killed, or by the out-of-memory "
             "killer); the epoch's unwritten batches were abandoned and the "
             "loader can be closed, resumed from a state_dict or iterated again"
