@@ -8,7 +8,7 @@ ResNet50 (compute-heavier, "B") on one CIFAR10 and one cache under four schemes:
 * ``default``: LRU;
 * ``inda`` / ``indb``: the H-cache keyed by job A's / job B's importance only;
 * ``icache``: the H-cache keyed by the AIV of the cache-eligible jobs
-  (``icache[multijob=true]``, :mod:`hotset.policies.icache_multijob`), each job's
+  (``icache[multijob=true]``, :mod:`hotset.policies.icache.multijob`), each job's
   ``Ratio_benefit`` measured at the start of every epoch by its first ``probe``
   mini-batches read without the cache and the next ``probe`` with it
   (:func:`hotset.policies.quiver.placement.probe_result`, Quiver's probe).
