@@ -14,7 +14,7 @@ import pytest
 from hotset.cachestore.probe_board import ProbeBoard, parse_record
 from hotset.cachestore.redis_store import RedisCache
 from hotset.errors import HotsetError
-from hotset.policies.quiver_placement import from_record
+from hotset.policies.quiver.placement import from_record
 from redis_support import RedisCluster, RedisProcess, start_redis
 
 

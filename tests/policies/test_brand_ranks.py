@@ -13,7 +13,7 @@ from hotset.engine.planner import Planner
 from hotset.errors import HotsetError
 from hotset.policies.base import Budget
 from hotset.policies.brand import Brand
-from hotset.policies.brand_ranks import BrandRanks
+from hotset.policies.brand.ranks import BrandRanks
 from hotset.sim.nodes import NodeSim
 from hotset.systems.registry import build_system
 from layout_support import make_layout

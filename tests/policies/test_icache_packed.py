@@ -14,8 +14,8 @@ from hotset.engine.planner import Planner
 from hotset.errors import HotsetError
 from hotset.importance.table import ImportanceTable
 from hotset.policies.base import Budget, Outcome
-from hotset.policies.icache_packed import PackedICache
-from hotset.policies.icache_packing import Packer
+from hotset.policies.icache.packed import PackedICache
+from hotset.policies.icache.packing import Packer
 from hotset.samplers.random import RandomSampler
 from hotset.systems.base import System
 

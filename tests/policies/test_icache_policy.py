@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hotset.errors import HotsetError
-from hotset.policies import icache
 from hotset.policies.base import Budget, Outcome
 from hotset.policies.icache import ICache
+from hotset.policies.icache import policy as icache
 
 
 def _items(cap: int, **kw: object) -> ICache:

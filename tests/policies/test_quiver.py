@@ -12,7 +12,7 @@ from hotset.engine.planner import Planner
 from hotset.errors import HotsetError
 from hotset.policies.base import Budget, Outcome
 from hotset.policies.quiver import Quiver
-from hotset.policies.quiver_chunks import StripedChunks, stripe_of
+from hotset.policies.quiver.chunks import StripedChunks, stripe_of
 from hotset.systems.base import System
 from hotset.systems.registry import build_system
 from layout_support import make_layout

@@ -10,7 +10,7 @@ from hotset.engine.planner import Planner
 from hotset.errors import HotsetError
 from hotset.policies.base import Budget, Outcome
 from hotset.policies.quiver import Quiver
-from hotset.policies.quiver_window import UnusedPositions
+from hotset.policies.quiver.window import UnusedPositions
 from hotset.systems.base import System
 from hotset.systems.registry import build_system
 from layout_support import make_layout

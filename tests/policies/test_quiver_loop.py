@@ -29,7 +29,7 @@ from hotset.engine.planner import Planner
 from hotset.errors import HotsetError
 from hotset.policies.base import Budget
 from hotset.policies.quiver import Quiver
-from hotset.policies.quiver_placement import (
+from hotset.policies.quiver.placement import (
     MAX_BENEFIT,
     MAX_BOARD,
     DataSetSpace,

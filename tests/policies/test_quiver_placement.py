@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hotset.errors import HotsetError
-from hotset.policies.quiver_placement import (
+from hotset.policies.quiver.placement import (
     DataSetSpace,
     ProbeResult,
     place,

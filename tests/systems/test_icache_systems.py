@@ -10,7 +10,7 @@ from hotset.errors import HotsetError
 from hotset.importance.scorers import LossScorer
 from hotset.policies.base import Budget, Outcome
 from hotset.policies.icache import ICache
-from hotset.policies.icache_packed import PackedICache
+from hotset.policies.icache.packed import PackedICache
 from hotset.policies.lru import LRU
 from hotset.samplers.iis import IISSampler
 from hotset.systems.base import System

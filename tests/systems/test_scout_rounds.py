@@ -13,7 +13,7 @@ from budget_support import check_budget
 from hotset.engine.budget import Budget
 from hotset.engine.outcome import Outcome
 from hotset.engine.planner import Planner
-from hotset.policies.scout_rounds import RoundPlan, ScoutRounds, arrange
+from hotset.policies.scout.rounds import RoundPlan, ScoutRounds, arrange
 from hotset.systems.registry import build_system
 from layout_support import make_layout
 

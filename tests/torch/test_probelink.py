@@ -13,7 +13,7 @@ from typing import Any
 
 from hotset.cachestore.probe_board import ProbeBoard
 from hotset.cachestore.redis_store import RedisCache
-from hotset.policies.quiver_placement import from_record
+from hotset.policies.quiver.placement import from_record
 from hotset.torch.probelink import ProbeLink
 
 

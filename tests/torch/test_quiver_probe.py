@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import hotset
-from hotset.policies.quiver_placement import DataSetSpace, place, probe_result
+from hotset.policies.quiver.placement import DataSetSpace, place, probe_result
 from hotset.storage.throttled import ThrottledStore
 from packed_support import packed_synth
 

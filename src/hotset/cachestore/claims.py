@@ -1,7 +1,7 @@
 """Claims on unit loads in a shared namespace: one job reads a unit, the others wait for it.
 
 Quiver's jobs load a chunk's units in the background, each along the same
-permutation from its own place (:class:`hotset.policies.quiver_chunks.ChunkCycle`),
+permutation from its own place (:class:`hotset.policies.quiver.chunks.ChunkCycle`),
 and skip a unit the pool already holds (``pool_unit_hits``). Two jobs that want
 the same unit at about the same moment both miss the pool and both read it. A
 claim closes that window: before reading a unit that only loads the cache (no

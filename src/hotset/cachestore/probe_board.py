@@ -2,7 +2,7 @@
 
 The paper's cache manager collects every job's mini-batch times with and without
 the cache and places data sets by benefit. Here there is no manager: each job of
-a namespace publishes its probe (:func:`~hotset.policies.quiver_placement.record_of`:
+a namespace publishes its probe (:func:`~hotset.policies.quiver.placement.record_of`:
 job id, data set, ``t_miss``, ``t_hit``, GPUs, the data set's bytes and chunk
 bytes -- plain numbers and strings, stored as JSON) and every job reads them to
 apply the same placement function. A record carries a lease: it counts only until
@@ -22,7 +22,7 @@ renewed last, each at most :data:`MAX_RECORD_BYTES`; records whose lease ended,
 that have none, or whose lease ends further ahead than a lease can are removed
 (``aged``). A record is parsed as JSON only within :data:`MAX_DEPTH` levels of
 nesting (:mod:`hotset.cachestore.bounded_json`: no recursion, no NaN or Infinity)
-and checked field by field (:func:`~hotset.policies.quiver_placement.from_record`:
+and checked field by field (:func:`~hotset.policies.quiver.placement.from_record`:
 finite times, sizes in range, the job id it is filed under); anything else is
 skipped, counted (``garbled``) and removed, never evaluated and never raised. A
 server that fails reads as an empty board, and a publish that fails is skipped:
@@ -43,7 +43,7 @@ from hotset.cachestore.redis_store import CacheUnavailable, RedisCache
 from hotset.errors import HotsetError
 
 #: a record's check: raises HotsetError on a record that is not one (the policy's own:
-#: :func:`hotset.policies.quiver_placement.from_record`); the default needs a job id
+#: :func:`hotset.policies.quiver.placement.from_record`); the default needs a job id
 Check = Callable[[Mapping[str, Any]], object]
 
 __all__ = ["MAX_RECORDS", "MAX_RECORD_BYTES", "ProbeBoard", "parse_record"]

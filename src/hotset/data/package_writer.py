@@ -1,6 +1,6 @@
 """The packing step's I/O: write the packages a plan names into the data store.
 
-The policy decides what a package holds (:mod:`hotset.policies.icache_packing`);
+The policy decides what a package holds (:mod:`hotset.policies.icache.packing`);
 a driver -- the live simulator, the loader's main process -- carries it out here:
 read the members from the store (one request each, checked against the manifest),
 write one package file (:func:`hotset.engine.packages.encode`) under the run's

@@ -6,7 +6,7 @@ misses across jobs. An owner must not depend on the order ids arrive in or on
 the seed of a run, so that ranks, restarts and simulations all compute the same
 map without talking. (Brand §3.4 owns abstract chunks, not ids, round-robin, so
 that each node owns exactly what its memory holds: see
-:mod:`hotset.policies.brand_ranks`.)
+:mod:`hotset.policies.brand.ranks`.)
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ Choices the paper leaves open, made here and tested:
   (:class:`hotset.policies.icache.ICache` keys by its own job's importance).
 
 Everything here is pure and deterministic: the benefits are measured by the
-driver (:func:`hotset.policies.quiver_placement.probe_result`, the mini-batch
+driver (:func:`hotset.policies.quiver.placement.probe_result`, the mini-batch
 probe Quiver's placement uses) and the snapshots are inputs.
 """
 

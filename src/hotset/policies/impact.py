@@ -50,8 +50,8 @@ from hotset.engine.packages import PACKAGE_BYTES, Background, Load
 from hotset.errors import HotsetError
 from hotset.importance.rank_variance import MAX_WARM_UP, OVERLAP, S_SHARE, RankTracker
 from hotset.policies.app import check_sid
-from hotset.policies.icache import H_SHARE, H_START
-from hotset.policies.icache_packed import PackedICache
+from hotset.policies.icache.packed import PackedICache
+from hotset.policies.icache.policy import H_SHARE, H_START
 
 #: samples of S loaded into the static buffer after one batch, at most
 S_LOAD_PER_BATCH = 64

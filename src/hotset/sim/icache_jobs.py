@@ -8,10 +8,10 @@ ResNet50 (compute-heavier, "B") on one CIFAR10 and one cache under four schemes:
 * ``default``: LRU;
 * ``inda`` / ``indb``: the H-cache keyed by job A's / job B's importance only;
 * ``icache``: the H-cache keyed by the AIV of the cache-eligible jobs
-  (``icache[multijob=true]``, :mod:`hotset.policies.icache_multijob`), each job's
+  (``icache[multijob=true]``, :mod:`hotset.policies.icache.multijob`), each job's
   ``Ratio_benefit`` measured at the start of every epoch by its first ``probe``
   mini-batches read without the cache and the next ``probe`` with it
-  (:func:`hotset.policies.quiver_placement.probe_result`, Quiver's probe).
+  (:func:`hotset.policies.quiver.placement.probe_result`, Quiver's probe).
 
 Everything is **modeled**, nothing trained or read: each job samples by IIS
 (:class:`~hotset.samplers.iis.IISSampler`, the same in every scheme, so only the
@@ -45,7 +45,7 @@ from hotset.errors import HotsetError
 from hotset.importance.multijob import BENEFIT_PROBE, ELIGIBLE_ABOVE, JobImportance
 from hotset.importance.table import ImportanceTable
 from hotset.policies.icache import ICache
-from hotset.policies.quiver_placement import probe_result
+from hotset.policies.quiver.placement import probe_result
 from hotset.policies.registry import make_policy
 from hotset.samplers.base import EpochContext
 from hotset.samplers.iis import IISSampler

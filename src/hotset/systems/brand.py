@@ -8,7 +8,7 @@ the group chosen by fill rate. The chunks are the dataset's chunk layout
 shuffle of the ids into chunks, fixed across epochs; 64 is the paper's best
 size); without one the registry says how to make one.
 Under several ranks the distributed protocol of §3.4 runs
-(:mod:`hotset.policies.brand_ranks`): owner ranks, remote requests and
+(:mod:`hotset.policies.brand.ranks`): owner ranks, remote requests and
 opportunistic prefetch into a remote memory.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 from hotset.engine.budget import Budget
 from hotset.errors import HotsetError
 from hotset.importance.table import ImportanceTable
-from hotset.policies.brand_ranks import BrandRanks
+from hotset.policies.brand.ranks import BrandRanks
 from hotset.samplers.random import RandomSampler
 from hotset.systems.base import System, SystemSpec
 from hotset.systems.options import SystemOption, declare

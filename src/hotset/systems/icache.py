@@ -9,7 +9,7 @@
 ===================  =====================================================================
 
 ``icache[multijob=true]`` (§III-D) keys the cache by the adjusted importance of
-the jobs sharing it (:mod:`hotset.policies.icache_multijob`); on a Redis namespace
+the jobs sharing it (:mod:`hotset.policies.icache.multijob`); on a Redis namespace
 several jobs join, the loader probes, publishes and reads their benefit and RIV
 (:mod:`hotset.torch.jobslink`).
 
@@ -19,9 +19,9 @@ plans out of the heap (``lookahead``, beyond the paper);
 
 Importance is the raw per-sample loss (:class:`LossScorer`); the sampler reads only
 the samples it keeps (:mod:`hotset.samplers.iis`), the cache is
-:class:`hotset.policies.icache_packed.PackedICache`: the H-cache of
+:class:`hotset.policies.icache.packed.PackedICache`: the H-cache of
 :class:`hotset.policies.icache.ICache` and an L-cache loaded from packages of
->= 1 MB (:mod:`hotset.policies.icache_packing`), written to the data store under
+>= 1 MB (:mod:`hotset.policies.icache.packing`), written to the data store under
 ``.hotset-packages/`` by the driver.
 """
 
@@ -37,8 +37,8 @@ from hotset.errors import HotsetError
 from hotset.importance.multijob import BENEFIT_PROBE, ELIGIBLE_ABOVE
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
-from hotset.policies.icache import H_SHARE, H_START, ICache
-from hotset.policies.icache_packed import PackedICache
+from hotset.policies.icache.packed import PackedICache
+from hotset.policies.icache.policy import H_SHARE, H_START, ICache
 from hotset.policies.registry import make_policy
 from hotset.samplers.iis import BETA, REUSE_FACTOR, WARM_UP, WINDOW, IISSampler
 from hotset.systems.base import System, SystemSpec, with_defaults

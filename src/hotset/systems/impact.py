@@ -25,7 +25,7 @@ from hotset.engine.packages import PACKAGE_BYTES
 from hotset.importance.rank_variance import MAX_WARM_UP, OVERLAP, S_SHARE
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
-from hotset.policies.icache import H_SHARE, H_START
+from hotset.policies.icache.policy import H_SHARE, H_START
 from hotset.policies.impact import ImpactCache, ImpactHistoryCache, ImpactRealtimeCache
 from hotset.samplers.iis import BETA, DEFAULT_COVERAGE_EPOCHS, WINDOW
 from hotset.samplers.impact import SAMPLERS, ImpactSampler

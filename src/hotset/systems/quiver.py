@@ -44,7 +44,7 @@ def build_quiver(
 
     ``probe=N`` plans the job's first N batches without the cache (every request a
     storage read), so their mini-batch times against the next N measure what the
-    cache is worth to the job (§5.3; :mod:`hotset.policies.quiver_placement`).
+    cache is worth to the job (§5.3; :mod:`hotset.policies.quiver.placement`).
     ``evict_after_s`` bounds how long a chunk one job released waits in a shared
     cache for slower jobs still using it (§5.1's forced eviction).
     ``lookahead=N`` serves substitutes only from the next N batches of unused planned

@@ -48,7 +48,7 @@ from hotset.errors import HotsetError
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
 from hotset.policies.scout import Scout
-from hotset.policies.scout_rounds import LANES, ScoutRounds
+from hotset.policies.scout.rounds import LANES, ScoutRounds
 from hotset.samplers.base import EpochContext, IntArray, Sampler
 from hotset.samplers.iis import (
     BETA,

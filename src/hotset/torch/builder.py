@@ -51,7 +51,7 @@ from hotset.engine.packages import PackageFiles
 from hotset.engine.planner import Planner
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.quiver_placement import from_record
+from hotset.policies.quiver.placement import from_record
 from hotset.storage.local import LocalStore
 from hotset.systems.auto import AUTO, Choice, choose
 from hotset.systems.base import System

@@ -4,7 +4,7 @@ With ``icache[multijob=true]`` on a Redis namespace that several jobs join, the
 loader does at each epoch boundary what §III-D's manager does: it measures the
 job's caching benefit from the epoch's mini-batch times -- the first
 ``benefit_probe`` batches the policy planned without the cache against the next
-as many (:func:`hotset.policies.quiver_placement.probe_result`, the probe
+as many (:func:`hotset.policies.quiver.placement.probe_result`, the probe
 Quiver's placement uses) -- publishes it with the job's relative importance
 (:mod:`hotset.cachestore.job_importance`), reads every job's latest, and gives
 them to the policy (``update_jobs``), which keys its next epoch by their adjusted
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 from hotset.cachestore.job_importance import SharedJobs
 from hotset.importance.multijob import relative_importance
-from hotset.policies.quiver_placement import probe_result
+from hotset.policies.quiver.placement import probe_result
 from hotset.systems.base import System
 
 __all__ = ["JobsLink"]

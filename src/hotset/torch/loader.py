@@ -449,7 +449,7 @@ class HotsetLoader(Checkpoints):
         for its data, which is what a cache changes; the first also holds the
         workers' start. Quiver's probe compares the batches a system planned
         without the cache with the next ones (``quiver[probe=N]``;
-        :func:`hotset.policies.quiver_placement.probe_result`).
+        :func:`hotset.policies.quiver.placement.probe_result`).
         """
         return list(self._batch_seconds)
 

@@ -44,7 +44,7 @@ from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.outcome import Decision, Outcome
 from hotset.errors import HotsetError
-from hotset.policies.brand import Brand
+from hotset.policies.brand.policy import Brand
 
 #: per-rank counters of its own requests, in state order. ``owned_chunk_reads`` and
 #: ``remote_chunk_reads`` are the chunks this rank reads from storage for its own

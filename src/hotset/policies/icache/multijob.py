@@ -19,7 +19,7 @@ keeps of them is their names, benefits and the one AIV they give -- not a float 
 item per job -- so a checkpoint does not grow with the jobs on the namespace. The
 AIV keys what the H-cache keeps (its heap); which requests are H and which are L --
 so which may be served by a substitute -- stays the job's own importance
-(:meth:`~hotset.policies.icache_keys.ImportanceKeys.h_list`).
+(:meth:`~hotset.policies.icache.keys.ImportanceKeys.h_list`).
 """
 
 from __future__ import annotations

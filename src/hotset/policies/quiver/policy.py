@@ -1,6 +1,6 @@
 """Quiver (FAST'20 §4.7, §5.1, Algorithm 1): substitutable hits over double-buffered chunks.
 
-The cache holds two striped chunks of the data set (:mod:`hotset.policies.quiver_chunks`):
+The cache holds two striped chunks of the data set (:mod:`hotset.policies.quiver.chunks`):
 the one the job consumes and the next, loaded in the background after each batch
 at the pace the consumption needs. A request is served by
 
@@ -22,13 +22,13 @@ epoch, whatever the cache holds. The paper looks up 10x a batch of unused
 indices because a lookup is a remote call; here the policy knows what it holds,
 so by default the lookahead is the whole pending list at no cost (more hits, same
 order guarantee); ``lookahead=10`` is the paper's window (10 batches of the next
-unused planned ids, :mod:`hotset.policies.quiver_window`). How far each sample moved from its planned position is reported
+unused planned ids, :mod:`hotset.policies.quiver.window`). How far each sample moved from its planned position is reported
 (``summary()['displacement_mean']``).
 
 A job alone gets a fresh order every epoch: its chunks are not fixed stripes but
 dealt afresh a round at a time (one unit of every stretch of the data set to each
 chunk, as a stripe takes them, which chunk drawn anew;
-:class:`~hotset.policies.quiver_chunks.ChunkCycle`), a round being
+:class:`~hotset.policies.quiver.chunks.ChunkCycle`), a round being
 dealt as an epoch's last chunk is consumed. Only what the cache holds then is
 served first whatever the order -- the chunk consumed last in one epoch comes first
 in the next -- and each unit is still read once an epoch. ``fresh_order=false``
@@ -50,20 +50,20 @@ epochs: an epoch starts with whatever two chunks are in.
 
 Benefit-aware placement (§5.3) is open loop by default: ``probe=N`` plans the
 first N batches without the cache and nothing else follows. ``placement=True``
-closes it (:mod:`hotset.policies.quiver_loop`): the loader times the probe's
+closes it (:mod:`hotset.policies.quiver.loop`): the loader times the probe's
 windows, publishes the job's record on its namespace's board and, before each
 later epoch, gives the policy every job's record (:meth:`Quiver.apply_board`, an
 input saved with the state); a job that gains less than ``min_benefit`` then
 plans every request as a read of the id asked for and holds nothing, and one
 whose data set gets ``chunks`` is capped to two chunks.
 
-The class composes one collaborator per job: :class:`~hotset.policies.quiver_holdings.Holdings`
-(the ids held and their bytes), :class:`~hotset.policies.quiver_cycle.JobCycle`
+The class composes one collaborator per job: :class:`~hotset.policies.quiver.holdings.Holdings`
+(the ids held and their bytes), :class:`~hotset.policies.quiver.cycle.JobCycle`
 (the chunk cycle and where it joined the shared one),
-:class:`~hotset.policies.quiver_loading.ChunkLoading` (release and load after each
-batch), :class:`~hotset.policies.quiver_serving.Serving` (each request),
-:class:`~hotset.policies.quiver_masking.FailureMask` (§4.8) and
-:class:`~hotset.policies.quiver_loop.PlacementLoop` (probes and §5.3's switch).
+:class:`~hotset.policies.quiver.loading.ChunkLoading` (release and load after each
+batch), :class:`~hotset.policies.quiver.serving.Serving` (each request),
+:class:`~hotset.policies.quiver.masking.FailureMask` (§4.8) and
+:class:`~hotset.policies.quiver.loop.PlacementLoop` (probes and §5.3's switch).
 """
 
 from __future__ import annotations
@@ -82,20 +82,20 @@ from hotset.engine.policy import EvictionGroups, Policy
 from hotset.engine.state_ids import state_ids
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.quiver_chunks import ChunkCycle, StripedChunks
-from hotset.policies.quiver_cycle import JobCycle
-from hotset.policies.quiver_epoch import EpochView
-from hotset.policies.quiver_holdings import Holdings
-from hotset.policies.quiver_loading import ChunkLoading
-from hotset.policies.quiver_loop import (
+from hotset.policies.quiver.chunks import ChunkCycle, StripedChunks
+from hotset.policies.quiver.cycle import JobCycle
+from hotset.policies.quiver.epoch import EpochView
+from hotset.policies.quiver.holdings import Holdings
+from hotset.policies.quiver.loading import ChunkLoading
+from hotset.policies.quiver.loop import (
     PlacementLoop,
     PlacementState,
     check_open_loop,
     data_set_space,
 )
-from hotset.policies.quiver_masking import FailureMask
-from hotset.policies.quiver_placement import DataSetSpace
-from hotset.policies.quiver_serving import Serving
+from hotset.policies.quiver.masking import FailureMask
+from hotset.policies.quiver.placement import DataSetSpace
+from hotset.policies.quiver.serving import Serving
 
 #: what summary() and the state count, in this order: (the collaborator, its counter)
 _COUNTERS = (
@@ -159,7 +159,7 @@ class Quiver(Policy):
         _check_options(batch_size, probe, evict_after_s, lookahead, mask_failures)
         self.batch_size = int(batch_size)
         #: §5.3 closed: the namespace's probe board decides this job's caching at each
-        #: epoch's start (quiver_loop.PlacementState; None: open loop, as before)
+        #: epoch's start (quiver.loop.PlacementState; None: open loop, as before)
         check_open_loop(placement, reprobe_epochs, probe_on=placement)
         state = (
             PlacementState(probe=probe, min_benefit=min_benefit, reprobe_epochs=reprobe_epochs)
@@ -255,7 +255,7 @@ class Quiver(Policy):
         if not cycle.chunks_in:
             cycle.start_next()
 
-    # -- benefit-aware placement, closed (§5.3; hotset.policies.quiver_loop) ----------
+    # -- benefit-aware placement, closed (§5.3; hotset.policies.quiver.loop) ----------
     def wants_board(self) -> bool:
         """Whether a driver should publish this job's probe and give it the board."""
         return self.placement.state is not None

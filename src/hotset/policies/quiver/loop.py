@@ -5,7 +5,7 @@ The paper's cache manager probes each job, decides among ``full``, ``chunks`` an
 gains nothing, and probes again from time to time. Here there is no manager:
 the jobs of a namespace publish their probes on a shared board
 (:mod:`hotset.cachestore.probe_board`) and each applies
-:func:`~hotset.policies.quiver_placement.place_job` to what it reads there, at
+:func:`~hotset.policies.quiver.placement.place_job` to what it reads there, at
 an epoch's start. This module is the policy's side of it, pure: what it was told
 (its own probe record, the board it read, the namespace's budget) is recorded
 as it was, and everything else -- the decision, whether caching is off, how
@@ -39,8 +39,8 @@ import numpy as np
 from hotset.engine.budget import Budget
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.quiver_chunks import StripedChunks
-from hotset.policies.quiver_placement import (
+from hotset.policies.quiver.chunks import StripedChunks
+from hotset.policies.quiver.placement import (
     DataSetSpace,
     Placement,
     clean_record,

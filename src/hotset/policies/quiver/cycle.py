@@ -4,7 +4,7 @@ Jobs of one shared cache follow the same chunk cycle (FAST'20 Algorithm 1): a jo
 started after the others joins at the chunk they load now (``getCurrentChunk``).
 Where it joins is an input, given by the driver before the first epoch
 (:meth:`JobCycle.join`) and saved with the policy's state, so a resume does not
-ask again. The cycle itself (:class:`~hotset.policies.quiver_chunks.ChunkCycle`)
+ask again. The cycle itself (:class:`~hotset.policies.quiver.chunks.ChunkCycle`)
 is cut lazily, once the data set's size is known, in the budget the policy gives.
 """
 
@@ -16,7 +16,7 @@ from hotset.engine.arrays import IntArray
 from hotset.engine.budget import Budget
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.quiver_chunks import ChunkCycle, StripedChunks
+from hotset.policies.quiver.chunks import ChunkCycle, StripedChunks
 
 
 class JobCycle:

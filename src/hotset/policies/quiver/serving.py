@@ -13,10 +13,10 @@ from typing import Any
 
 from hotset.engine.outcome import Decision, Outcome
 from hotset.errors import HotsetError
-from hotset.policies.quiver_chunks import ChunkCycle
-from hotset.policies.quiver_epoch import EpochView
-from hotset.policies.quiver_holdings import Holdings
-from hotset.policies.quiver_loading import ChunkLoading
+from hotset.policies.quiver.chunks import ChunkCycle
+from hotset.policies.quiver.epoch import EpochView
+from hotset.policies.quiver.holdings import Holdings
+from hotset.policies.quiver.loading import ChunkLoading
 
 
 class Serving:

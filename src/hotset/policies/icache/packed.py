@@ -14,7 +14,7 @@ filled and served:
   -- when it has room for one, or when it has nothing left to serve. A member is
   admitted if it is an L-sample, not resident and not yet trained this epoch;
   the rest of the package's bytes were read for nothing (counted by the bytes).
-* **Packed ahead.** The packing step (:class:`~hotset.policies.icache_packing.Packer`)
+* **Packed ahead.** The packing step (:class:`~hotset.policies.icache.packing.Packer`)
   defines the next package when one is loaded, so the driver writes it at least
   one batch before the batch that reads it (only the first package of an epoch
   is written and read in the same batch). Missed L-samples are packed first in
@@ -28,7 +28,7 @@ access frequencies give and shrinks the package to half the L-cache instead
 ``min(package_bytes, budget / 2)`` (H gives way, up to half the budget) and a
 package is ``min(package_bytes, L-cache)``: one whole package fits the L-cache.
 
-In a full epoch under ``full_fill`` (:mod:`hotset.policies.icache`) no package
+In a full epoch under ``full_fill`` (:mod:`hotset.policies.icache.policy`) no package
 is loaded: a load drops the served residents, and a full epoch evicts nothing.
 
 Loads happen after a batch's accesses, so no request is ever served from a
@@ -57,8 +57,8 @@ from hotset.engine.packages import PACKAGE_BYTES, Background, Load
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.importance.multijob import ELIGIBLE_ABOVE
-from hotset.policies.icache import H_SHARE, H_START, ICache
-from hotset.policies.icache_packing import Packer
+from hotset.policies.icache.packing import Packer
+from hotset.policies.icache.policy import H_SHARE, H_START, ICache
 
 #: packages loaded after one batch, at most
 MAX_LOADS = 4

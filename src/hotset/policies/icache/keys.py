@@ -21,7 +21,7 @@ import numpy.typing as npt
 from hotset.engine.arrays import IntArray
 from hotset.errors import HotsetError
 from hotset.importance.multijob import JobImportance
-from hotset.policies.icache_multijob import JobKeys
+from hotset.policies.icache.multijob import JobKeys
 
 FloatArray = npt.NDArray[np.float64]
 

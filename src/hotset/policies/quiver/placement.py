@@ -23,7 +23,7 @@ job below ``min_benefit`` is counted as gaining nothing, and a data set only
 such jobs read gets no space. Everything here is pure: the measuring is the
 driver's, the decision is a function of the measurements.
 
-:func:`place_job` closes the loop for one job (:mod:`hotset.policies.quiver_loop`):
+:func:`place_job` closes the loop for one job (:mod:`hotset.policies.quiver.loop`):
 :func:`place` over every job's record on the namespace's probe board (records are
 plain values, :func:`record_of` / :func:`from_record`), then whether the job
 itself caches at all.

@@ -63,7 +63,7 @@ from hotset.engine.budget import Budget
 from hotset.engine.outcome import Decision, Outcome
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.scout import Scout
+from hotset.policies.scout.policy import Scout
 
 #: the requests a round issues at once unless told: the store models' requests in flight
 LANES = 4

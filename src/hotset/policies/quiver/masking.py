@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hotset.policies.quiver_chunks import ChunkCycle
-from hotset.policies.quiver_holdings import Holdings
+from hotset.policies.quiver.chunks import ChunkCycle
+from hotset.policies.quiver.holdings import Holdings
 
 
 class FailureMask:

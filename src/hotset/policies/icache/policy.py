@@ -16,8 +16,8 @@ Two regions share one budget:
   When every L-resident has been served, the next L miss is read and replaces a
   served resident: this class fills its L-cache one sample at a time. The
   ``icache`` system's L-cache is
-  :class:`~hotset.policies.icache_packed.PackedICache`, which loads it from
-  dynamic packages of 1 MB (:mod:`hotset.policies.icache_packing`) instead;
+  :class:`~hotset.policies.icache.packed.PackedICache`, which loads it from
+  dynamic packages of 1 MB (:mod:`hotset.policies.icache.packing`) instead;
   this class alone backs the ablations that have no L traffic to pack
   (``icache_h``). ``substitute_to="h"`` (the ``st_hc`` ablation) substitutes
   from the H-cache instead.
@@ -56,9 +56,9 @@ and the used bytes of both regions never exceed the total budget. Meanwhile
 :meth:`regions` reports the over-full region's capacity as what it holds and
 gives the other the rest, so each region stays within its reported capacity.
 
-The H-cache's heap and held residents are :class:`~hotset.policies.icache_heap.ImportanceHeap`;
+The H-cache's heap and held residents are :class:`~hotset.policies.icache.heap.ImportanceHeap`;
 the snapshot it is keyed by, the shadow heap and the multi-job keys are
-:class:`~hotset.policies.icache_keys.ImportanceKeys`. This class keeps the regions'
+:class:`~hotset.policies.icache.keys.ImportanceKeys`. This class keeps the regions'
 books and sizing and decides each request.
 """
 
@@ -79,9 +79,9 @@ from hotset.engine.policy import Policy
 from hotset.errors import HotsetError
 from hotset.importance.multijob import ELIGIBLE_ABOVE, JobImportance, check_threshold
 from hotset.policies.app import check_sid
-from hotset.policies.icache_heap import ImportanceHeap
-from hotset.policies.icache_keys import ImportanceKeys
-from hotset.policies.icache_multijob import JobKeys
+from hotset.policies.icache.heap import ImportanceHeap
+from hotset.policies.icache.keys import ImportanceKeys
+from hotset.policies.icache.multijob import JobKeys
 from hotset.policies.shade_variants import IndexedSet
 
 #: the authors' constants (DESIGN.md "Faithful details")
@@ -155,7 +155,7 @@ class ICache(Policy):
         self.full_fill = full_fill
         self.full_epoch = full_epoch
         #: §III-D: keyed by the adjusted importance of the jobs sharing the cache; the
-        #: importance snapshot in use and the shadow heap (icache_keys)
+        #: importance snapshot in use and the shadow heap (icache.keys)
         self.keys = ImportanceKeys(JobKeys(threshold=threshold) if multijob else None)
         #: §III-D's benefit probe: the first requests of each epoch are planned as reads
         #: from storage (nothing looked up, nothing admitted), so a driver can time them
@@ -169,7 +169,7 @@ class ICache(Policy):
         by_bytes = budget.capacity_bytes is not None
         self.total = int(budget.capacity_bytes if by_bytes else budget.capacity_items)  # type: ignore[arg-type]
         self.cap_h = math.floor(self.total * self.h_start)
-        #: the H-cache: residents' keys, the min-heap, the held residents (icache_heap)
+        #: the H-cache: residents' keys, the min-heap, the held residents (icache.heap)
         self.heap = ImportanceHeap()
         self._l = IndexedSet()
         self._unserved_l = IndexedSet()

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 
 from hotset.engine.packages import Load
-from hotset.policies.quiver_chunks import ChunkCycle, StripedChunks
-from hotset.policies.quiver_epoch import EpochView
-from hotset.policies.quiver_holdings import Holdings
+from hotset.policies.quiver.chunks import ChunkCycle, StripedChunks
+from hotset.policies.quiver.epoch import EpochView
+from hotset.policies.quiver.holdings import Holdings
 
 
 class ChunkLoading:

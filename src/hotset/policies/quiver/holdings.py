@@ -2,7 +2,7 @@
 
 Every admission and eviction goes through :class:`Holdings`, so the resident set,
 the bytes it holds (which the engine checks against the budget after each access)
-and the epoch's view of unused residents (:class:`~hotset.policies.quiver_epoch.EpochView`,
+and the epoch's view of unused residents (:class:`~hotset.policies.quiver.epoch.EpochView`,
 which tells the chunk cycle when a chunk is consumed) never disagree.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from hotset.engine.budget import Budget
-from hotset.policies.quiver_epoch import EpochView
+from hotset.policies.quiver.epoch import EpochView
 
 
 class Holdings:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from hotset.engine.arrays import IntArray
-from hotset.policies.quiver_window import UnusedPositions
+from hotset.policies.quiver.window import UnusedPositions
 
 
 class EpochView:
