@@ -86,6 +86,31 @@ def test_registered_scheme_wins(tmp_path: Path) -> None:
         registry._FACTORIES.pop("hotsettest")
 
 
+def test_a_scheme_is_not_taken_from_its_factory_without_replace(tmp_path: Path) -> None:
+    from hotset.storage import registry
+
+    def mine(url: str, **options: object) -> Store:
+        return LocalStore(tmp_path)
+
+    def other(url: str, **options: object) -> Store:
+        raise AssertionError("never opened")
+
+    register_scheme("hotsetdup", mine)
+    try:
+        register_scheme("hotsetdup", mine)  # the same factory again: nothing changes
+        with pytest.raises(
+            HotsetError, match=r"scheme 'hotsetdup' already opens with .*mine.*replace=True"
+        ):
+            register_scheme("hotsetdup", other)
+        assert isinstance(open_store("hotsetdup://x"), LocalStore)  # still the first
+        with pytest.raises(HotsetError, match="replace must be True or False, got 'yes'"):
+            register_scheme("hotsetdup", other, replace="yes")  # type: ignore[arg-type]
+        register_scheme("hotsetdup", other, replace=True)
+        assert registry._FACTORIES["hotsetdup"] is other
+    finally:
+        registry._FACTORIES.pop("hotsetdup")
+
+
 def test_register_scheme_rejects_urls() -> None:
     with pytest.raises(HotsetError, match="bad URL scheme 's3://'"):
         register_scheme("s3://", lambda url: LocalStore("."))

@@ -24,11 +24,28 @@ StoreFactory = Callable[..., Store]
 _FACTORIES: dict[str, StoreFactory] = {}
 
 
-def register_scheme(scheme: str, factory: StoreFactory) -> None:
-    """Make ``scheme://...`` URLs open with ``factory(url, **options)``."""
+def register_scheme(scheme: str, factory: StoreFactory, *, replace: bool = False) -> None:
+    """Make ``scheme://...`` URLs open with ``factory(url, **options)``.
+
+    Registering the same factory again is a no-op; another factory for a scheme that
+    has one needs ``replace=True``: a plug-in that silently took ``s3`` from the
+    built-in store would change every job's reads without a word.
+    """
     if not scheme or "://" in scheme or "::" in scheme:
         raise HotsetError(f"bad URL scheme {scheme!r}: give the bare name, e.g. 's3'")
+    if not isinstance(replace, bool):
+        raise HotsetError(f"register_scheme: replace must be True or False, got {replace!r}")
+    known = _FACTORIES.get(scheme)
+    if known is not None and known is not factory and not replace:
+        raise HotsetError(
+            f"scheme {scheme!r} already opens with {_name(known)}; pass replace=True to "
+            f"open it with {_name(factory)} instead"
+        )
     _FACTORIES[scheme] = factory
+
+
+def _name(factory: StoreFactory) -> str:
+    return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', factory)}"
 
 
 def _fsspec_protocols() -> set[str]:
