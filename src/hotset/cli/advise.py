@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from hotset.cli.json_option import json_path_option
 from hotset.cli.store_option import simulated_store, simulated_store_options, store_line
 from hotset.errors import HotsetError
 
@@ -63,15 +64,7 @@ def _floats(text: str, option: str) -> list[float]:
     help="Write a PNG: per system and size, exact hits and substitutions stacked with "
     "coverage on each bar, and exact hits against Belady's bound.",
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=False,
-    flag_value="-",
-    default=None,
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    help="Write the result as JSON to PATH; bare --json prints only the JSON on stdout.",
-)
+@json_path_option("Write the result as JSON to PATH; bare --json prints only the JSON on stdout.")
 def advise(
     dataset: Path,
     systems: str,

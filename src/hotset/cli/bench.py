@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from hotset.bench.loader import DEFAULT_SYSTEMS as LOADER_SYSTEMS
+from hotset.cli.json_option import json_option
 from hotset.cli.store_option import store_line, store_option
 from hotset.errors import HotsetError
 
@@ -151,7 +152,7 @@ def root_option(command: Any) -> Any:
 @click.option(
     "--policy", "policies", default=None, help="Comma list; default every classic policy."
 )
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def sim(
     accesses: int,
@@ -185,7 +186,7 @@ def sim(
     show_default=True,
     help="Samples read as one chunk, against as many single reads.",
 )
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def store(
     n: int,
@@ -340,7 +341,7 @@ def store(
     "labelled torch-untuned; ratios stay against the tuned torch row.",
 )
 @name_option("loader")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def loader(
     store_preset: str | None,

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from hotset.cli.bench import finish, root_option
+from hotset.cli.json_option import json_option
 from hotset.cli.store_option import store_line, store_option
 
 
@@ -36,7 +37,7 @@ from hotset.cli.store_option import store_line, store_option
 @click.option("--epochs", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--workers", type=click.IntRange(min=0), default=4, show_default=True)
 @click.option("--progress/--no-progress", default=True, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(
     store_preset: str | None,

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from hotset.cli.bench import finish, root_option
+from hotset.cli.json_option import json_option
 
 
 @click.command("faults")
@@ -15,7 +16,7 @@ from hotset.cli.bench import finish, root_option
     "--runs", type=click.IntRange(min=1), default=4, show_default=True, help="Per scenario."
 )
 @click.option("--progress/--no-progress", default=True, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(n: int, runs: int, progress: bool, as_json: bool, root: Path) -> None:
     """Storage errors, Redis killed/frozen/restarted, shared namespaces, kills, poison."""

@@ -9,6 +9,7 @@ import click
 
 from hotset.bench.workloads import parse_floats
 from hotset.cli.bench import finish, name_option, root_option
+from hotset.cli.json_option import json_option
 
 
 @click.command("icachejobs")
@@ -40,7 +41,7 @@ from hotset.cli.bench import finish, name_option, root_option
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @name_option("icachejobs")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(
     cache_fracs: str,

@@ -8,6 +8,7 @@ import click
 
 from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_floats, parse_ints
 from hotset.cli.bench import finish, name_option, root_option
+from hotset.cli.json_option import json_option
 from hotset.systems.registry import split_systems
 
 
@@ -33,7 +34,7 @@ from hotset.systems.registry import split_systems
 )
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @name_option("locality")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(
     systems: str | None,

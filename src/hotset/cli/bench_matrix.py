@@ -14,6 +14,7 @@ from hotset.bench.matrix import (
 )
 from hotset.bench.workloads import DEFAULT_DATA_DIR
 from hotset.cli.bench import finish, name_option, root_option
+from hotset.cli.json_option import json_option
 
 
 def _csv(values: tuple[object, ...]) -> str:
@@ -96,7 +97,7 @@ def _csv(values: tuple[object, ...]) -> str:
 )
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @name_option("matrix")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(
     presets: str,

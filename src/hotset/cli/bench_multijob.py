@@ -9,6 +9,7 @@ import click
 from hotset.bench.multijob import DEFAULT_STORE
 from hotset.cli.bench import finish, name_option, root_option
 from hotset.cli.bench_job_store import job_store, job_store_options
+from hotset.cli.json_option import json_option
 from hotset.cli.store_option import store_line
 
 
@@ -55,7 +56,7 @@ from hotset.cli.store_option import store_line
 )
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @name_option("multijob")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(
     jobs: int,

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from hotset.cli.bench import finish, root_option
+from hotset.cli.json_option import json_option
 from hotset.cli.store_option import simulated_store, simulated_store_options, store_line
 
 
@@ -27,7 +28,7 @@ from hotset.cli.store_option import simulated_store, simulated_store_options, st
 @click.option("--imagenet-frac", type=float, default=0.01, show_default=True, help="Per node.")
 @simulated_store_options
 @click.option("--progress/--no-progress", default=True, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(
     systems: str,

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from hotset.cli.bench import finish, root_option
+from hotset.cli.json_option import json_option
 
 
 @click.command("overhead")
@@ -15,7 +16,7 @@ from hotset.cli.bench import finish, root_option
 @click.option("--cache-count", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--cache-size", type=click.IntRange(min=1), default=100_000, show_default=True)
 @click.option("--cache-rounds", type=click.IntRange(min=1), default=20, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(
     accesses: int,

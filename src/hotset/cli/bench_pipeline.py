@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from hotset.cli.bench import finish, name_option, root_option
+from hotset.cli.json_option import json_option
 from hotset.cli.store_option import store_line, store_option
 from hotset.errors import HotsetError
 
@@ -123,7 +124,7 @@ def _image_size(text: str) -> tuple[int, int]:
     "the same options [default: a temporary directory].",
 )
 @name_option("pipeline")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(
     store_preset: str | None, n: int | None, image_size: str, portrait: float, quality: int,

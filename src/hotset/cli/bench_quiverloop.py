@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from hotset.cli.bench import finish, name_option, root_option
+from hotset.cli.json_option import json_option
 
 
 @click.command("placement")
@@ -47,7 +48,7 @@ from hotset.cli.bench import finish, name_option, root_option
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @name_option("placement")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(
     n: int,

@@ -9,6 +9,7 @@ import click
 from hotset.bench.ranks import DEFAULT_STORE
 from hotset.cli.bench import finish, root_option
 from hotset.cli.bench_job_store import job_store, job_store_options
+from hotset.cli.json_option import json_option
 from hotset.cli.store_option import store_line
 
 
@@ -21,7 +22,7 @@ from hotset.cli.store_option import store_line
 @click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True)
 @job_store_options(DEFAULT_STORE)
 @click.option("--progress/--no-progress", default=True, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(
     worlds: str,

@@ -8,6 +8,7 @@ import click
 
 from hotset.bench.workloads import DEFAULT_DATA_DIR, parse_floats, parse_ints
 from hotset.cli.bench import finish, name_option, root_option
+from hotset.cli.json_option import json_option
 from hotset.cli.store_option import simulated_store, simulated_store_options, store_line
 from hotset.errors import HotsetError
 from hotset.systems.registry import split_systems
@@ -47,7 +48,7 @@ from hotset.systems.registry import split_systems
 )
 @simulated_store_options
 @name_option("traingrid")
-@click.option("--json", "as_json", is_flag=True)
+@json_option()
 @root_option
 def command(
     systems: str,

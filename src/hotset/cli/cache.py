@@ -31,6 +31,7 @@ from hotset.cachestore.shm_gc import (
 )
 from hotset.cli.cache_data import data_gc, data_ls
 from hotset.cli.cache_redis import redis_gc, redis_ls, redis_rm
+from hotset.cli.json_option import json_option
 from hotset.units import format_bytes
 
 _DIR_OPTION = click.option(
@@ -89,7 +90,7 @@ def _check_one_target(redis_url: str | None, data_dirs: tuple[str, ...]) -> None
 @_DIR_OPTION
 @_REDIS_OPTION
 @_DATA_OPTION
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
+@json_option("Print a JSON list instead of a table.")
 def ls(shm_dir: str, redis_url: str | None, data_dirs: tuple[str, ...], as_json: bool) -> None:
     """List hotset segments (name, size, owner pid, alive), Redis namespaces, or the
     leftover folders in data directories."""

@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from hotset.cli.json_option import json_option
 from hotset.cli.simulate_common import (
     cell,
     echo_records,
@@ -131,7 +132,7 @@ LIVE_TOTALS = (
 @click.option("--option", "option_pairs", multiple=True, help="System option KEY=VALUE.")
 @click.option("--out", type=click.Path(path_type=Path), help="Also write the JSON here.")
 @click.option("--progress/--no-progress", default=False, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option("Print JSON instead of a table.")
 def simulate(
     trace_path: Path | None,
     sampler: str | None,

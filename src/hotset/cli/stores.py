@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from hotset.cli.json_option import json_option
 from hotset.storage.presets import PRESETS, StorePreset
 
 
@@ -23,7 +24,7 @@ def _row(p: StorePreset) -> dict[str, Any]:
 
 
 @click.command(name="stores")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
+@json_option("Print a JSON list instead of a table.")
 def stores(as_json: bool) -> None:
     """List the store presets that --store takes (simulate --system, advise, bench loader,
     bench brand): latency per request, link bandwidth, requests in flight, and sources."""

@@ -11,12 +11,13 @@ import json
 
 import click
 
+from hotset.cli.json_option import json_option
 from hotset.systems.options import format_value
 from hotset.systems.registry import all_specs, capabilities_of, options_of, parse_system
 
 
 @click.command(name="systems")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list instead of a table.")
+@json_option("Print a JSON list instead of a table.")
 @click.option(
     "--options",
     "options_for",
