@@ -39,11 +39,14 @@ def run_job(
     cwd: Path | None = None,
     timeout_s: float = JOB_TIMEOUT_S,
     explain: Callable[[str], str] | None = None,
+    headline: Callable[[str], str] | None = None,
 ) -> tuple[str, str]:
     """Run ``argv`` to completion; its (stdout, stderr). Fails on a non-zero exit or a hang.
 
     ``explain``, given the job's stderr, says more on a failure (what the job's
-    processes wrote elsewhere, e.g. each rank's log).
+    processes wrote elsewhere, e.g. each rank's log); ``headline``, one line of it
+    put first (the error that failed the job), so that a report which keeps only
+    the head and the tail of a long failure still names it.
     """
     proc = subprocess.Popen(
         argv,
@@ -69,7 +72,10 @@ def run_job(
         ) from None
     if proc.returncode != 0:
         more = "" if explain is None else explain(err)
-        raise AssertionError(f"{argv[1:]} exited with {proc.returncode}:\n{err[-3000:]}{more}")
+        first = "" if headline is None else headline(err)
+        raise AssertionError(
+            f"{first}{argv[1:]} exited with {proc.returncode}:\n{err[-3000:]}{more}"
+        )
     return out, err
 
 
@@ -92,6 +98,30 @@ def failed_ranks(agent_stderr: str) -> dict[int, tuple[int, bool]]:
         for m in _FAILURE.finditer(text):
             failed[int(m["local"])] = (int(m["code"]), first)
     return failed
+
+
+#: the line a Python traceback ends with (a rank's lines carry torchrun's "[rankN]: ")
+_RAISED = re.compile(r"^(?:\[rank\d+\]:\s*)?(?P<error>[\w.]+(?:Error|Exception|Exit)\b.*)$", re.M)
+
+
+def raised(stderr: str) -> str | None:
+    """The last ``SomeError: message`` line of a process's stderr, or None."""
+    found = list(_RAISED.finditer(stderr))
+    return found[-1]["error"] if found else None
+
+
+def first_error(run_dir: Path, agent_stderr: str) -> str:
+    """``rank N raised: SomeError: ...`` for the rank that failed first, and a newline;
+    "" when its log names no error."""
+    failed = failed_ranks(agent_stderr)
+    firsts = [r for r, (_, first) in failed.items() if first] or sorted(failed)
+    for rank in firsts:
+        for log in run_dir.rglob("stderr.log"):
+            if log.parent.name == str(rank):
+                error = raised(log.read_text(errors="replace"))
+                if error is not None:
+                    return f"local rank {rank} raised: {error}\n"
+    return ""
 
 
 def rank_logs(run_dir: Path, agent_stderr: str) -> str:
@@ -145,6 +175,7 @@ def run_torchrun(
         cwd=cwd,
         timeout_s=timeout_s,
         explain=lambda err: rank_logs(run_dir, err),
+        headline=lambda err: first_error(run_dir, err),
     )
     outs = {int(p.parent.name): p.read_text() for p in run_dir.rglob("stdout.log")}
     assert sorted(outs) == list(range(nproc)), sorted(run_dir.rglob("*"))

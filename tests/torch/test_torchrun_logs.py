@@ -24,6 +24,10 @@ def test_a_failed_job_names_the_failing_rank_and_shows_its_whole_traceback(
     with pytest.raises(AssertionError) as failed:
         run_torchrun([str(HERE / "rank_fail_job.py")], nproc=2, logs=tmp_path / "logs")
     message = str(failed.value)
+    # first of all, the error itself: a report that cuts a long failure's middle keeps it
+    assert message.startswith(
+        "local rank 1 raised: ValueError: rank 1 failed on purpose, 40 frames down\n"
+    ), message[:300]
     first = message.index("===== local rank 1 (exit code 1, the first failure)")
     assert message.index("===== local rank 0 (") > first  # the first failure first
     traceback = message[first:]
