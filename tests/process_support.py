@@ -73,8 +73,9 @@ def run_job(
     if proc.returncode != 0:
         more = "" if explain is None else explain(err)
         first = "" if headline is None else headline(err)
+        said = f"\nits stdout's tail:\n{out[-2000:]}" if out else ""
         raise AssertionError(
-            f"{first}{argv[1:]} exited with {proc.returncode}:\n{err[-3000:]}{more}"
+            f"{first}{argv[1:]} exited with {proc.returncode}:\n{err[-3000:]}{said}{more}"
         )
     return out, err
 

@@ -37,6 +37,11 @@ def main() -> None:
     if ranked:
         dist.barrier()
     _say(f"LEFT {sorted(os.listdir('/dev/shm'))}")
+    if ranked:
+        # A group left to the interpreter's exit tears gloo's threads down unjoined:
+        # a rank then aborted ("terminate called without an active exception") in a
+        # full run, after it had refused the cache as it should.
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

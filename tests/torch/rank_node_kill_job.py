@@ -93,6 +93,10 @@ def main() -> None:
     result = {"served": served, "bad": bad, "shm": shm, "rows": rows, "segment": name}
     with open(f"{out}/rank{rank_i}.json", "w") as fh:
         json.dump(result, fh)
+    # Torn down here, not by the interpreter's exit, which leaves gloo's threads
+    # unjoined and may abort a rank that did everything right (tests/cachestore's
+    # shm_room_job did, in a full run). Local to this rank: the dead one is not asked.
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
