@@ -30,6 +30,13 @@ REWRITE = "python -m hotset.sim.plandigest --write tests/sim/plan_digests.json"
 
 def test_every_systems_plans_match_the_committed_digests() -> None:
     recorded = json.loads(RECORD.read_text())
+    if recorded["numpy"] != np.__version__:
+        # NEP 19: a Generator method may draw other numbers in another numpy version,
+        # so the record says nothing here; the tests below still run
+        pytest.skip(
+            f"the record was made with numpy {recorded['numpy']}, this is "
+            f"{np.__version__}: record again with {REWRITE}"
+        )
     assert recorded["grid"] == json.loads(json.dumps(asdict(PlanGrid()))), "the grid changed"
     shipped = sorted(system_names())
     assert shipped == sorted(recorded["digests"]), f"systems added or removed: {REWRITE}"

@@ -199,7 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("systems", nargs="*", help="systems or specs (default: every one)")
     args = parser.parse_args(argv)
     digests = plan_digests(args.systems or None)
-    text = json.dumps({"grid": asdict(PlanGrid()), "digests": digests}, indent=1) + "\n"
+    # numpy's Generator methods may draw other numbers in another numpy version
+    # (NEP 19): a record holds for the version it was made with
+    record = {"numpy": np.__version__, "grid": asdict(PlanGrid()), "digests": digests}
+    text = json.dumps(record, indent=1) + "\n"
     if args.write is None:
         sys.stdout.write(text)
     else:
