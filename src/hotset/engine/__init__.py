@@ -21,7 +21,8 @@ from hotset.engine.feedback import Feedback
 from hotset.engine.outcome import N_OUTCOMES, Decision, Outcome
 from hotset.engine.plan import BatchPlan, EpochLog
 from hotset.engine.planner import Planner
-from hotset.engine.policy import EvictionGroups, Policy
+from hotset.engine.policy import Policy
+from hotset.engine.roles import EvictionGroups, GroupsEvictions, JoinsCycle, PlacesByBenefit
 from hotset.engine.system import System
 from hotset.engine.units import UnitLayout
 
@@ -38,8 +39,11 @@ __all__ = [
     "EpochLog",
     "EvictionGroups",
     "Feedback",
+    "GroupsEvictions",
     "IntArray",
+    "JoinsCycle",
     "Outcome",
+    "PlacesByBenefit",
     "Planner",
     "Policy",
     "System",

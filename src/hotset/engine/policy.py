@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,19 +27,6 @@ from hotset.engine.capabilities import Capabilities
 from hotset.engine.outcome import Decision
 from hotset.engine.packages import Background
 from hotset.engine.units import UnitLayout
-
-
-@dataclass(frozen=True)
-class EvictionGroups:
-    """Ids a cache shared by several jobs evicts together (Quiver's chunks, FAST'20 §5.1).
-
-    ``groups[i]`` is id ``i``'s group (-1: none). In a shared namespace a group's
-    entries are deleted once every job that put them has released them, or
-    ``force_after_s`` seconds after the first release (:mod:`hotset.cachestore.chunk_refs`).
-    """
-
-    groups: IntArray
-    force_after_s: float
 
 
 class Policy(ABC):
@@ -136,59 +122,6 @@ class Policy(ABC):
         """What a report should say about this policy's own choices (JSON-ready; often empty)."""
         return {}
 
-    def eviction_groups(self) -> EvictionGroups | None:
-        """Groups of ids that jobs sharing one cache evict in concert; None: as planned."""
-        return None
-
-    # -- a chunk cycle shared by jobs (``capabilities.joins_cycle``) ----------------
-    def awaits_join(self) -> bool:
-        """Whether the policy's chunk cycle still waits to be told where to start.
-
-        A driver on a cache shared by jobs then reads the shared cycle's current
-        step and calls :meth:`join_cycle` before the epoch begins (and before it
-        records the epoch's start state, so a resume starts where this run did).
-        """
-        return False
-
-    def join_cycle(self, step: int | None) -> None:
-        """Start the chunk cycle at ``step`` (None: nothing is loaded yet, start at 0)."""
-
-    def cycle_step(self) -> int | None:
-        """The step of the chunk cycle the policy is loading now; None: not started."""
-        return None
-
-    # -- benefit-aware placement across jobs (Quiver §5.3) -------------------------
-    def wants_board(self) -> bool:
-        """Whether the driver should publish this job's probes on its namespace's probe
-        board and give the policy the board before each epoch (:meth:`apply_board`)."""
-        return False
-
-    def probe_window(self) -> tuple[str, int] | None:
-        """Whether the current epoch's first batches are a probe window the driver times:
-        (``"miss"``: planned without the cache, or ``"hit"``: with it, how many batches);
-        None: not a window."""
-        return None
-
-    def probe_record(
-        self, job: str, dataset: str, batch_seconds: Sequence[float]
-    ) -> dict[str, str | int | float] | None:
-        """The probe from the ``miss`` window's mini-batch times followed by the ``hit``
-        window's, as plain values to publish; None when they are too few."""
-        return None
-
-    def apply_board(
-        self,
-        own: Mapping[str, object] | None,
-        board: Sequence[Mapping[str, object]],
-        *,
-        budget_bytes: int,
-        epoch: int,
-    ) -> None:
-        """Before ``epoch``'s start state is recorded: the job's own probe record (None:
-        the one it applied last), the records other jobs published, and the namespace's
-        budget; an input, saved with the state, so a resume decides as the interrupted
-        run did."""
-
     # -- cache failures the driver saw (Quiver §4.8) -------------------------------
     def cache_lost(self, ids: Sequence[int], *, unreachable: bool = False) -> None:
         """The cache failed to return ``ids`` the policy holds (gone, or the cache
@@ -240,4 +173,4 @@ class Policy(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not support load_state_dict yet")
 
 
-__all__ = ["EvictionGroups", "Policy"]
+__all__ = ["Policy"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from hotset.engine.arrays import IntArray
 from hotset.engine.budget import Budget
 from hotset.engine.outcome import N_OUTCOMES, Decision, Outcome
-from hotset.engine.policy import EvictionGroups, Policy
+from hotset.engine.policy import Policy
+from hotset.engine.roles import EvictionGroups
 
 __all__ = ["N_OUTCOMES", "Budget", "Decision", "EvictionGroups", "IntArray", "Outcome", "Policy"]

@@ -49,6 +49,7 @@ from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.packages import PackageFiles
 from hotset.engine.planner import Planner
+from hotset.engine.roles import GroupsEvictions, JoinsCycle, PlacesByBenefit
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.policies.quiver.placement import from_record
@@ -526,7 +527,10 @@ def _open_cache(
         verify=False,
     )
     cache: CacheStore = session.cache
-    groups = plan.system.policy.eviction_groups() if session.shared else None
+    policy = plan.system.policy
+    groups = None
+    if session.shared and isinstance(policy, GroupsEvictions):
+        groups = policy.eviction_groups()
     if groups is not None and isinstance(cache, RedisCache):
         # jobs sharing the namespace evict a group once all have released it
         # a content-addressed namespace holds several data sets: each its own chunks
@@ -553,7 +557,13 @@ def _cycle_link(plan: _Plan, session: CacheSession | None) -> CycleLink | None:
         return None
     if not isinstance(session.cache, RedisCache):
         return None
-    return CycleLink(SharedCycle(session.cache), plan.system.policy)
+    policy = plan.system.policy
+    if not isinstance(policy, JoinsCycle):
+        raise HotsetError(
+            f"system {plan.system.name!r} says it joins a chunk cycle (capabilities.joins_cycle) "
+            "but its policy has no awaits_join / join_cycle / cycle_step (hotset.engine.roles)"
+        )
+    return CycleLink(SharedCycle(session.cache), policy, plan.system.policy)
 
 
 def _probe_link(
@@ -561,14 +571,15 @@ def _probe_link(
 ) -> ProbeLink | None:
     """A policy that places by benefit (``quiver[placement=true]``): its link to the
     namespace's probe board (none on a private cache: it places by its own probe)."""
-    if not plan.system.policy.wants_board():
+    policy = plan.system.policy
+    if not (isinstance(policy, PlacesByBenefit) and policy.wants_board()):
         return None
     board = None
     if session is not None and session.shared and isinstance(session.cache, RedisCache):
         board = ProbeBoard(session.cache, check=from_record)
     return ProbeLink(
         board,
-        plan.system.policy,
+        policy,
         job=job_id(rank),
         dataset=data.manifest.identity(),
         budget_bytes=plan.capacity if plan.caps.caches else 0,

@@ -19,6 +19,7 @@ from hotset.cachestore.chunk_refs import ChunkRefs
 from hotset.cachestore.redis_store import CacheUnavailable
 from hotset.cachestore.shared_cycle import SharedCycle
 from hotset.engine.policy import Policy
+from hotset.engine.roles import JoinsCycle
 
 __all__ = ["CycleLink"]
 
@@ -26,19 +27,23 @@ __all__ = ["CycleLink"]
 class CycleLink:
     """Join the shared chunk cycle before the first epoch; publish where the job is."""
 
-    def __init__(self, shared: SharedCycle, policy: Policy) -> None:
+    def __init__(self, shared: SharedCycle, cycle: JoinsCycle, policy: Policy) -> None:
+        """``cycle`` and ``policy`` are the same object: its chunk-cycle role
+        (:class:`~hotset.engine.roles.JoinsCycle`) and the policy whose holdings the
+        job releases when it leaves."""
         self.shared = shared
+        self.cycle = cycle
         self.policy = policy
         self._published: int | None = None
 
     def join(self) -> None:
         """Before an epoch begins: a policy still waiting starts at the shared step."""
-        if self.policy.awaits_join():
-            self.policy.join_cycle(self.shared.current())
+        if self.cycle.awaits_join():
+            self.cycle.join_cycle(self.shared.current())
 
     def publish(self) -> None:
         """After a batch is planned: tell the namespace the step the policy loads now."""
-        step = self.policy.cycle_step()
+        step = self.cycle.cycle_step()
         if step is not None and step != self._published:
             self.shared.publish(step)
             self._published = step

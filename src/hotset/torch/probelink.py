@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hotset.cachestore.probe_board import ProbeBoard
-from hotset.engine.policy import Policy
+from hotset.engine.roles import PlacesByBenefit
 
 __all__ = ["ProbeLink", "job_id"]
 
@@ -52,7 +52,7 @@ class ProbeLink:
     def __init__(
         self,
         board: ProbeBoard | None,
-        policy: Policy,
+        policy: PlacesByBenefit,
         *,
         job: str,
         dataset: str,

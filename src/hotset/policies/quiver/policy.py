@@ -78,7 +78,8 @@ from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.outcome import Decision
 from hotset.engine.packages import Background
-from hotset.engine.policy import EvictionGroups, Policy
+from hotset.engine.policy import Policy
+from hotset.engine.roles import EvictionGroups
 from hotset.engine.state_ids import state_ids
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
