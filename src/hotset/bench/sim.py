@@ -16,6 +16,7 @@ import numpy as np
 
 from hotset.engine.budget import Budget
 from hotset.engine.outcome import Outcome
+from hotset.engine.roles import NeedsFuture, missing_role
 from hotset.errors import HotsetError
 from hotset.policies.registry import make_policy, policy_class
 
@@ -53,6 +54,8 @@ def run(
         policy = make_policy(name, Budget(capacity_items=capacity), seed=seed)
         start = time.perf_counter()
         if policy.capabilities.needs_future:
+            if not isinstance(policy, NeedsFuture):
+                raise missing_role(policy, "NeedsFuture", "needs_future")
             policy.set_future(trace)
         out = policy.replay(trace)
         seconds = time.perf_counter() - start

@@ -30,7 +30,7 @@ The ref keys live beside the namespace's entries, not under its prefix
 cluster), so scans of the namespace never meet them; they expire on their own
 (``ttl_s``) when no job touches them.
 
-Which ids form a chunk is the policy's (``Policy.eviction_groups``); every job
+Which ids form a chunk is the policy's (``GroupsEvictions.eviction_groups``); every job
 on one data set and budget computes the same groups. A content-addressed
 namespace (``digest=``) holds several data sets, each with its own chunk 0: there
 the ref keys carry the data set's identity (``scope``), so a job releasing its

@@ -33,31 +33,31 @@ class Capabilities:
     regions: bool = False
     #: decisions depend on training feedback (a scorer or loss weights)
     learns: bool = False
-    #: plans with every rank's order of the epoch (``Policy.begin_world``): each rank
+    #: plans with every rank's order of the epoch (``PlansWorld.begin_world``): each rank
     #: replays the others' accesses to hold the job's shared state (Brand §3.4)
     plans_world: bool = False
     #: builds read units at run time (packages) and loads them into its cache after a
-    #: batch's accesses (``Policy.background``; iCACHE's dynamic packaging)
+    #: batch's accesses (``Backgrounds.background``; iCACHE's dynamic packaging)
     packs: bool = False
     #: asks, before each epoch's draw, for the losses of some samples from a forward
-    #: pass (``Policy.to_evaluate``; ImPACT's re-evaluation of the set S)
+    #: pass (``Evaluates.to_evaluate``; ImPACT's re-evaluation of the set S)
     evaluates: bool = False
     #: reads read units (or single samples) into its cache after a batch's accesses,
-    #: ahead of the requests they will serve (``Policy.background`` loads of the
+    #: ahead of the requests they will serve (``Backgrounds.background`` loads of the
     #: dataset's own units; Quiver's double-buffered chunk loading, FAST'20 §5.1)
     loads: bool = False
     #: evicts groups of ids (its chunks) in concert with the other jobs of a shared
-    #: cache (``Policy.eviction_groups``): in a namespace shared by jobs, each job then
+    #: cache (``GroupsEvictions.eviction_groups``): in a namespace shared by jobs, each job then
     #: plans two thirds of it, so that jobs a chunk apart still fit (Quiver §5.1)
     evicts_in_concert: bool = False
     #: starts its chunk cycle at the chunk the other jobs of a shared cache load now
-    #: (``Policy.awaits_join`` / ``join_cycle`` / ``cycle_step``; Quiver's Algorithm 1,
+    #: (``JoinsCycle.awaits_join`` / ``join_cycle`` / ``cycle_step``; Quiver's Algorithm 1,
     #: ``getCurrentChunk``), so that jobs started apart still load each chunk together
     joins_cycle: bool = False
 
     @property
     def backgrounds(self) -> bool:
-        """Whether a driver asks ``Policy.background`` after each batch."""
+        """Whether a driver asks ``Backgrounds.background`` after each batch."""
         return self.packs or self.loads
 
     @property

@@ -18,7 +18,7 @@ Read units and prefetch
 -----------------------
 A decision may read a whole unit (``Decision.unit``; a chunk of the dataset's
 layout) and admit any of its ids. A prefetching policy names units to read now
-for later batches (``Policy.prefetch``, asked after each batch's accesses); the
+for later batches (``Prefetches.prefetch``, asked after each batch's accesses); the
 planner keeps them *staged* within ``budget.staging_bytes`` until the end of
 the first batch that serves from them (``Outcome.PREFETCHED``), and checks
 what a policy cannot be trusted to get right (:mod:`hotset.engine.staging`).
@@ -55,6 +55,7 @@ from hotset.engine.decide import Decided, gather, gather_uniform
 from hotset.engine.feedback import Feedback, FeedbackQueue
 from hotset.engine.outcome import N_OUTCOMES, Outcome
 from hotset.engine.plan import BatchPlan, EpochLog
+from hotset.engine.roles import Backgrounds, Evaluates, missing_role
 from hotset.engine.staging import UnitStaging
 from hotset.engine.system import System
 from hotset.errors import HotsetError
@@ -186,6 +187,8 @@ class Planner:
             return 0
         policy = self.system.policy
         policy.bind_rank(rank, world_size)
+        if not isinstance(policy, Evaluates):
+            raise missing_role(policy, "Evaluates", "evaluates")
         ids = np.asarray(policy.to_evaluate(), dtype=np.int64)
         losses = np.zeros(0, dtype=np.float64)
         if len(ids):
@@ -321,6 +324,8 @@ class Planner:
         decision order after every request of the batch.
         """
         policy = self.system.policy
+        if not isinstance(policy, Backgrounds):
+            raise missing_role(policy, "Backgrounds", "packs or capabilities.loads")
         bg = policy.background()
         last_op = d.last_op
         for e in bg.evicted:

@@ -25,7 +25,6 @@ from hotset.engine.arrays import IntArray
 from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.outcome import Decision
-from hotset.engine.packages import Background
 from hotset.engine.units import UnitLayout
 
 
@@ -58,14 +57,6 @@ class Policy(ABC):
     def end_epoch(self) -> None:
         """Called after the last access of an epoch."""
 
-    def begin_world(self, epoch: int, orders: Sequence[IntArray], rank: int) -> None:
-        """:meth:`begin_epoch` with every rank's order (``orders[rank]`` is ours).
-
-        Called instead of :meth:`begin_epoch` under data parallelism for policies
-        declaring ``capabilities.plans_world``.
-        """
-        self.begin_epoch(epoch, orders[rank])
-
     def bind_rank(self, rank: int, world_size: int) -> None:
         """This policy plans rank ``rank`` of ``world_size`` data-parallel ranks.
 
@@ -78,9 +69,6 @@ class Policy(ABC):
         """The dataset's chunk layout (read units); policies that read units keep it."""
         self.layout = layout
 
-    def set_future(self, trace: IntArray) -> None:
-        """Give the whole access sequence (offline policies); online ones ignore it."""
-
     def update_importance(self, scores: npt.NDArray[np.float64], version: int = 0) -> None:
         """Receive a whole importance snapshot (score per id); policies that ignore it may."""
 
@@ -90,33 +78,6 @@ class Policy(ABC):
     @abstractmethod
     def access(self, sid: int) -> Decision:
         """Decide one access."""
-
-    def prefetch(self) -> tuple[int, ...]:
-        """Read units to read now for later batches; called after each batch's accesses.
-
-        Only policies declaring ``capabilities.prefetches`` are asked. A unit
-        returned here is staged (``staged_bytes`` grows by its size) until the
-        first batch that serves from it has ended.
-        """
-        return ()
-
-    def background(self) -> Background:
-        """Packages to write, ids to evict and units to load now; asked after each batch's accesses.
-
-        Only policies declaring ``capabilities.packs`` or ``capabilities.loads`` are
-        asked. A load's members
-        are admitted in this batch's plan (after its evictions) and may be served
-        from the cache by later batches, never by the batch that loads them.
-        """
-        return Background()
-
-    def to_evaluate(self) -> IntArray:
-        """Ids whose losses a driver re-computes (a forward pass) before the epoch's draw.
-
-        Only policies declaring ``capabilities.evaluates`` are asked; the losses go
-        into the importance table as feedback, so the order sees them.
-        """
-        return np.zeros(0, dtype=np.int64)
 
     def summary(self) -> dict[str, Any]:
         """What a report should say about this policy's own choices (JSON-ready; often empty)."""

@@ -1,18 +1,21 @@
 """What a policy may do beyond the core contract: roles a driver asks for by type.
 
 Why: the base :class:`~hotset.engine.policy.Policy` used to carry every hook any
-one policy needed, as no-op defaults, so every policy answered questions only
-Quiver has an answer to (where is the shared chunk cycle, what does the probe
-board say). A hook of one design belongs to the policies of that design: each
-role here is a Protocol, a policy takes it on by defining its methods, and a
+one policy needed, as no-op defaults, so every policy answered questions only one
+design has an answer to (what is the whole future, which units to prefetch,
+which samples to re-evaluate, where is the shared chunk cycle, what does the
+probe board say). A hook of one design belongs to the policies of that design:
+each role here is a Protocol, a policy takes it on by defining its methods, and a
 driver asks ``isinstance(policy, Role)`` (the protocols are runtime-checkable)
-before it links the policy to what the role needs (a shared namespace's cycle,
-its probe board, chunk references).
+before it calls them or links the policy to what the role needs (a shared
+namespace's cycle, its probe board, chunk references).
 
 A capability flag says whether the role is on for this policy as built (an
-option may turn it off: ``quiver[placement=false]`` still has the methods);
-the contract test (tests/engine/test_engine_roles.py) checks that a flag is
-never set on a policy without the role's methods.
+option may turn it off: ``quiver[placement=false]`` still has the methods, and
+``impact_history`` inherits ``to_evaluate`` without ``evaluates``). A flag set
+without its role is a :class:`~hotset.errors.HotsetError` naming the role where a
+driver would call it (:func:`missing_role`), and the contract test
+(tests/engine/test_engine_roles.py) fails on it for every registered system.
 """
 
 from __future__ import annotations
@@ -22,8 +25,85 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from hotset.engine.arrays import IntArray
+from hotset.engine.packages import Background
+from hotset.errors import HotsetError
 
-__all__ = ["EvictionGroups", "GroupsEvictions", "JoinsCycle", "PlacesByBenefit"]
+__all__ = [
+    "Backgrounds",
+    "Evaluates",
+    "EvictionGroups",
+    "GroupsEvictions",
+    "JoinsCycle",
+    "NeedsFuture",
+    "PlacesByBenefit",
+    "PlansWorld",
+    "Prefetches",
+    "missing_role",
+]
+
+
+def missing_role(policy: object, role: str, flag: str) -> HotsetError:
+    """The error for a policy that sets ``capabilities.<flag>`` without ``role``'s methods
+    (raised by the driver that would call them, instead of an AttributeError)."""
+    name = getattr(policy, "name", type(policy).__name__)
+    return HotsetError(
+        f"policy {name!r} declares capabilities.{flag} but does not implement "
+        f"hotset.engine.roles.{role}"
+    )
+
+
+@runtime_checkable
+class NeedsFuture(Protocol):
+    """An offline bound handed the whole access sequence (``capabilities.needs_future``;
+    Belady's MIN)."""
+
+    def set_future(self, trace: IntArray) -> None:
+        """Give the whole access sequence, before the first access."""
+
+
+@runtime_checkable
+class PlansWorld(Protocol):
+    """Plans with every rank's order of the epoch (``capabilities.plans_world``): each
+    rank replays the others' accesses to hold the job's shared state (Brand §3.4)."""
+
+    def begin_world(self, epoch: int, orders: Sequence[IntArray], rank: int) -> None:
+        """Called instead of ``begin_epoch`` under data parallelism; ``orders[rank]`` is
+        this rank's order."""
+
+
+@runtime_checkable
+class Prefetches(Protocol):
+    """Asks for read units ahead of the batches that need them (``capabilities.prefetches``)."""
+
+    def prefetch(self) -> tuple[int, ...]:
+        """Read units to read now for later batches; called after each batch's accesses.
+
+        A unit returned here is staged (``staged_bytes`` grows by its size) until the
+        first batch that serves from it has ended.
+        """
+
+
+@runtime_checkable
+class Backgrounds(Protocol):
+    """Writes packages or loads units after a batch's accesses (``capabilities.packs`` or
+    ``capabilities.loads``: iCACHE's dynamic packaging, Quiver's chunk loading)."""
+
+    def background(self) -> Background:
+        """Packages to write, ids to evict and units to load now; asked after each batch.
+
+        A load's members are admitted in this batch's plan (after its evictions) and may
+        be served from the cache by later batches, never by the batch that loads them.
+        """
+
+
+@runtime_checkable
+class Evaluates(Protocol):
+    """Asks, before each epoch's draw, for the losses of some samples from a forward pass
+    (``capabilities.evaluates``; ImPACT's re-evaluation of the set S)."""
+
+    def to_evaluate(self) -> IntArray:
+        """Ids whose losses a driver re-computes before the epoch's draw; the losses go
+        into the importance table as feedback, so the order sees them."""
 
 
 @dataclass(frozen=True)

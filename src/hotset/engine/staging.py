@@ -17,6 +17,7 @@ import numpy.typing as npt
 from hotset.engine.arrays import IntArray
 from hotset.engine.outcome import Outcome
 from hotset.engine.policy import Policy
+from hotset.engine.roles import Prefetches, missing_role
 from hotset.errors import HotsetError
 
 _PRE = int(Outcome.PREFETCHED)
@@ -69,7 +70,10 @@ class UnitStaging:
         if not self.prefetching:
             return _EMPTY
         # exactly what the policy asked for: its own staging account must match ours
-        fresh = [int(u) for u in self.policy.prefetch()]
+        policy = self.policy
+        if not isinstance(policy, Prefetches):
+            raise missing_role(policy, "Prefetches", "prefetches")
+        fresh = [int(u) for u in policy.prefetch()]
         for u in fresh:
             if u in self.staged:
                 raise HotsetError(f"policy {name!r} prefetched unit {u}, already staged")

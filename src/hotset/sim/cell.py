@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from hotset.engine.counters import COUNTER_KEYS, COVERAGE_KEYS
+from hotset.engine.roles import NeedsFuture
 
 __all__ = ["belady_hits", "hits_bound", "needs_training", "run_one", "train_sizes"]
 
@@ -53,6 +54,7 @@ def belady_hits(trace: np.ndarray, sizes: np.ndarray, capacity: int) -> np.ndarr
     ordered = np.sort(np.asarray(sizes, dtype=np.int64))
     k = int(np.searchsorted(np.cumsum(ordered), capacity, side="right"))
     policy = make_policy("belady", Budget(capacity_items=k))
+    assert isinstance(policy, NeedsFuture)  # Belady's MIN is the offline bound
     policy.set_future(trace)
     return policy.replay(trace) == int(Outcome.HIT)
 

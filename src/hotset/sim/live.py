@@ -63,6 +63,7 @@ from hotset.engine.budget import Budget
 from hotset.engine.counters import COUNTER_KEYS, Coverage, EpochCounts
 from hotset.engine.plan import BatchPlan
 from hotset.engine.planner import Planner
+from hotset.engine.roles import NeedsFuture, missing_role
 from hotset.engine.units import SubsetLayout, UnitLayout, member_ranges
 from hotset.errors import HotsetError, IntegrityError
 from hotset.samplers.base import EpochContext
@@ -391,6 +392,8 @@ def _plan_future(system: System, epochs: int) -> list[IntArray] | None:
         np.asarray(system.sampler.order(EpochContext(epoch=e)), dtype=np.int64)
         for e in range(epochs)
     ]
+    if not isinstance(system.policy, NeedsFuture):
+        raise missing_role(system.policy, "NeedsFuture", "needs_future")
     system.policy.set_future(np.concatenate(orders) if orders else np.empty(0, np.int64))
     return orders
 

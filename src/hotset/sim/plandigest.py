@@ -35,6 +35,7 @@ from hotset.engine.arrays import IntArray
 from hotset.engine.budget import Budget
 from hotset.engine.plan import BatchPlan
 from hotset.engine.planner import Planner
+from hotset.engine.roles import NeedsFuture, missing_role
 from hotset.errors import HotsetError
 from hotset.samplers.base import EpochContext
 from hotset.systems.registry import build_system, system_names
@@ -155,6 +156,8 @@ def _cell(
             system.sampler.order(EpochContext(epoch=e, rank=r, world_size=world))
             for e in range(grid.epochs)
         ]
+        if not isinstance(system.policy, NeedsFuture):
+            raise missing_role(system.policy, "NeedsFuture", "needs_future")
         system.policy.set_future(np.concatenate(orders))
     planner = Planner(system, n=grid.n, batch_size=grid.batch_size, lag=grid.lag)
     for epoch in range(grid.epochs):

@@ -29,6 +29,7 @@ from hotset.engine.budget import Budget
 from hotset.engine.counters import COUNTER_KEYS, Coverage, EpochCounts
 from hotset.engine.planner import Planner
 from hotset.engine.policy import Policy
+from hotset.engine.roles import NeedsFuture, missing_role
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
 from hotset.policies.registry import make_policy, policy_class
@@ -224,6 +225,8 @@ def simulate_epochs(
         raise HotsetError(f"policy {policy_name!r} reads whole chunks: give the chunk layout")
     policy.attach_layout(layout)
     if cls.capabilities.needs_future:
+        if not isinstance(policy, NeedsFuture):
+            raise missing_role(policy, "NeedsFuture", "needs_future")
         policy.set_future(trace)
     ids_n = len(sizes) if sizes is not None else int(trace.max()) + 1
     if layout is not None:

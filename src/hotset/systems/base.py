@@ -19,6 +19,7 @@ from hotset.engine.arrays import IntArray
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.outcome import Decision
 from hotset.engine.policy import Policy
+from hotset.engine.roles import PlansWorld, missing_role
 from hotset.samplers.base import EpochContext, Sampler
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ class System:
                 order if q == rank else self.sampler.order(replace(ctx, rank=q))
                 for q in range(world_size)
             ]
+            if not isinstance(self.policy, PlansWorld):
+                raise missing_role(self.policy, "PlansWorld", "plans_world")
             self.policy.begin_world(epoch, orders, rank)
         else:
             self.policy.begin_epoch(epoch, order if announce else None)

@@ -81,6 +81,7 @@ from hotset.data.package_writer import PackageWriter
 from hotset.engine.counters import Coverage
 from hotset.engine.feedback import Feedback
 from hotset.engine.plan import EpochLog
+from hotset.engine.roles import Evaluates
 from hotset.errors import HotsetError, WorkerDied
 from hotset.importance.table import as_ids, as_values
 from hotset.systems.base import System
@@ -535,7 +536,11 @@ class HotsetLoader(Checkpoints):
                     world_size=self.world_size,
                     share=gather_evaluated if shared else None,
                 )
-            elif len(self.system.policy.to_evaluate()) and not self._warned_evaluate:
+            elif (
+                isinstance(policy := self.system.policy, Evaluates)
+                and len(policy.to_evaluate())
+                and not self._warned_evaluate
+            ):
                 self._warned_evaluate = True
                 warnings.warn(
                     f"system {self.system.name!r} re-evaluates some samples before each epoch, "

@@ -1,14 +1,14 @@
 """A loader's link between its policy's benefit-aware placement and the probe board.
 
 A policy that ``wants_board`` (``quiver[placement=true]``) stays pure: the loader
-times the batches of its probe windows (``Policy.probe_window``: the first batches
+times the batches of its probe windows (``PlacesByBenefit.probe_window``: the first batches
 of the probe epoch, without the cache, then the first of the next epoch, with it),
-turns them into a record once both are timed (``Policy.probe_record``), publishes
+turns them into a record once both are timed (``PlacesByBenefit.probe_record``), publishes
 it on the namespace's board (:mod:`hotset.cachestore.probe_board`) and keeps it as
 the job's own. Before each epoch begins -- before the loader records the epoch's
 start state, so what was applied is part of the state a checkpoint saves -- it
 reads the board and gives the policy its own record, the other jobs' records and
-the namespace's budget (``Policy.apply_board``). Without a shared Redis namespace there is no
+the namespace's budget (``PlacesByBenefit.apply_board``). Without a shared Redis namespace there is no
 board: the job places by its own probe alone (a job that gains nothing still turns
 its caching off). While the job runs, its record is published again every
 ``ttl_s / 3`` seconds, so it outlives its lease only if the job dies; when the
