@@ -55,7 +55,13 @@ from hotset.engine.decide import Decided, gather, gather_uniform
 from hotset.engine.feedback import Feedback, FeedbackQueue
 from hotset.engine.outcome import N_OUTCOMES, Outcome
 from hotset.engine.plan import BatchPlan, EpochLog
-from hotset.engine.roles import Backgrounds, Evaluates, missing_role
+from hotset.engine.roles import (
+    Backgrounds,
+    Evaluates,
+    RoutesAroundLoss,
+    SplitsByRank,
+    missing_role,
+)
 from hotset.engine.staging import UnitStaging
 from hotset.engine.system import System
 from hotset.errors import HotsetError
@@ -186,7 +192,8 @@ class Planner:
         if not self.system.capabilities.evaluates:
             return 0
         policy = self.system.policy
-        policy.bind_rank(rank, world_size)
+        if isinstance(policy, SplitsByRank):
+            policy.bind_rank(rank, world_size)
         if not isinstance(policy, Evaluates):
             raise missing_role(policy, "Evaluates", "evaluates")
         ids = np.asarray(policy.to_evaluate(), dtype=np.int64)
@@ -232,8 +239,9 @@ class Planner:
         them: a resume clears the cache and rebuilds it, so the losses they named are
         moot there.
         """
-        if len(ids) or unreachable:
-            self.system.policy.cache_lost(ids, unreachable=unreachable)
+        policy = self.system.policy
+        if (len(ids) or unreachable) and isinstance(policy, RoutesAroundLoss):
+            policy.cache_lost(ids, unreachable=unreachable)
 
     # -- planning -----------------------------------------------------------------
     def plan_next(self) -> BatchPlan:

@@ -15,7 +15,7 @@ never imports a policy.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -57,23 +57,9 @@ class Policy(ABC):
     def end_epoch(self) -> None:
         """Called after the last access of an epoch."""
 
-    def bind_rank(self, rank: int, world_size: int) -> None:
-        """This policy plans rank ``rank`` of ``world_size`` data-parallel ranks.
-
-        Called by :meth:`hotset.systems.base.System.begin_epoch` and before a
-        re-evaluation (:meth:`hotset.engine.planner.Planner.evaluate`); a policy
-        that splits work between the ranks (ImPACT's set S) keeps it, others ignore it.
-        """
-
     def attach_layout(self, layout: UnitLayout | None) -> None:
         """The dataset's chunk layout (read units); policies that read units keep it."""
         self.layout = layout
-
-    def update_importance(self, scores: npt.NDArray[np.float64], version: int = 0) -> None:
-        """Receive a whole importance snapshot (score per id); policies that ignore it may."""
-
-    def observe(self, ids: IntArray, scores: npt.NDArray[np.float64]) -> None:
-        """Receive fresh scores for the ids of one training step (e.g. SHADE's APP)."""
 
     @abstractmethod
     def access(self, sid: int) -> Decision:
@@ -82,14 +68,6 @@ class Policy(ABC):
     def summary(self) -> dict[str, Any]:
         """What a report should say about this policy's own choices (JSON-ready; often empty)."""
         return {}
-
-    # -- cache failures the driver saw (Quiver §4.8) -------------------------------
-    def cache_lost(self, ids: Sequence[int], *, unreachable: bool = False) -> None:
-        """The cache failed to return ``ids`` the policy holds (gone, or the cache
-        ``unreachable``): an input like feedback, so decisions stay a pure function of
-        what the driver reported. Only a policy that can route around lost entries
-        (substitution) acts on it; the others' plans already read around a miss.
-        """
 
     def regions(self) -> dict[str, tuple[int, int]]:
         """``{region: (used_bytes, capacity_bytes)}``; one region unless the policy splits.

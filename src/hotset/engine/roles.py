@@ -24,6 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
+
 from hotset.engine.arrays import IntArray
 from hotset.engine.packages import Background
 from hotset.errors import HotsetError
@@ -35,9 +38,13 @@ __all__ = [
     "GroupsEvictions",
     "JoinsCycle",
     "NeedsFuture",
+    "ObservesScores",
     "PlacesByBenefit",
     "PlansWorld",
     "Prefetches",
+    "RoutesAroundLoss",
+    "SplitsByRank",
+    "TakesImportance",
     "missing_role",
 ]
 
@@ -179,3 +186,40 @@ class PlacesByBenefit(Protocol):
         the one it applied last), the records other jobs published, and the namespace's
         budget; an input, saved with the state, so a resume decides as the interrupted
         run did."""
+
+
+@runtime_checkable
+class TakesImportance(Protocol):
+    """Decides by an importance snapshot (a score per id) given at each epoch's end
+    (iCACHE's importance heap, SHADE's APP, Scout's selection)."""
+
+    def update_importance(self, scores: npt.NDArray[np.float64], version: int = 0) -> None:
+        """Receive a whole importance snapshot (score per id)."""
+
+
+@runtime_checkable
+class ObservesScores(Protocol):
+    """Takes fresh scores of the ids of each training step (SHADE's APP)."""
+
+    def observe(self, ids: IntArray, scores: npt.NDArray[np.float64]) -> None:
+        """Receive fresh scores for the ids of one training step."""
+
+
+@runtime_checkable
+class RoutesAroundLoss(Protocol):
+    """Routes around cache entries the driver could not read (Quiver §4.8: substitution
+    from what is left); the other policies' plans already read around a miss."""
+
+    def cache_lost(self, ids: Sequence[int], *, unreachable: bool = False) -> None:
+        """The cache failed to return ``ids`` the policy holds (gone, or the cache
+        ``unreachable``): an input like feedback, so decisions stay a pure function of
+        what the driver reported."""
+
+
+@runtime_checkable
+class SplitsByRank(Protocol):
+    """Splits work between data-parallel ranks by itself (ImPACT's partitioned set S)."""
+
+    def bind_rank(self, rank: int, world_size: int) -> None:
+        """This policy plans rank ``rank`` of ``world_size``; told before each epoch and
+        before a re-evaluation."""

@@ -41,6 +41,7 @@ import numpy.typing as npt
 from hotset.engine.budget import Budget
 from hotset.engine.outcome import Outcome
 from hotset.engine.policy import Policy
+from hotset.engine.roles import TakesImportance
 from hotset.errors import HotsetError
 from hotset.importance.multijob import BENEFIT_PROBE, ELIGIBLE_ABOVE, JobImportance
 from hotset.importance.table import ImportanceTable
@@ -211,6 +212,7 @@ def _publish(setup: Setup, jobs: list[_Job], cache: Policy, scheme: str, who: _J
     elif scheme in ("inda", "indb"):
         owner = jobs[0] if scheme == "inda" else jobs[1]
         if who is owner:
+            assert isinstance(cache, TakesImportance)  # an iCACHE cache (_cache)
             cache.update_importance(owner.table.snapshot().losses)
 
 

@@ -19,7 +19,13 @@ from hotset.engine.arrays import IntArray
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.outcome import Decision
 from hotset.engine.policy import Policy
-from hotset.engine.roles import PlansWorld, missing_role
+from hotset.engine.roles import (
+    ObservesScores,
+    PlansWorld,
+    SplitsByRank,
+    TakesImportance,
+    missing_role,
+)
 from hotset.samplers.base import EpochContext, Sampler
 
 if TYPE_CHECKING:
@@ -73,7 +79,8 @@ class System:
             train_loss=tuple(self.train_loss),
         )
         order = self.sampler.order(ctx)
-        self.policy.bind_rank(rank, world_size)
+        if isinstance(self.policy, SplitsByRank):
+            self.policy.bind_rank(rank, world_size)
         if announce and world_size > 1 and self.policy.capabilities.plans_world:
             # every rank's order, as every rank computes it (the samplers are seeded)
             orders = [
@@ -119,7 +126,7 @@ class System:
         """Per-sample losses of one step, keyed by the ids actually trained on."""
         scores = None if self.scorer is None else self.scorer.score(ids, losses, self.table)
         self.table.update(ids, losses, epoch=epoch, scores=scores)
-        if scores is not None:
+        if scores is not None and isinstance(self.policy, ObservesScores):
             self.policy.observe(ids, scores)
 
     def weights(self, ids: IntArray) -> npt.NDArray[np.float64]:
@@ -135,7 +142,8 @@ class System:
         if val_accuracy is not None:
             self.val_accuracy.append(float(val_accuracy))
         self.policy.end_epoch()
-        self.policy.update_importance(self.table.snapshot().scores, self.table.version)
+        if isinstance(self.policy, TakesImportance):
+            self.policy.update_importance(self.table.snapshot().scores, self.table.version)
 
 
 def with_defaults(system: str, given: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
