@@ -820,6 +820,32 @@ def pack_order(n: int, shuffle_seed: int | None) -> IntArray:
     return rng.permutation(n).astype(np.int64)
 
 
+def sized_layout(sizes: IntArray, chunk_size: int, *, order: IntArray | None = None) -> ChunkLayout:
+    """A layout of ``sizes`` alone, with no files: the ids in ``order`` (default: id
+    order) cut into chunks of ``chunk_size``, each id's bytes after the previous
+    member's. For what plans without reading (the plan digest, tests); its chunk
+    hashes are zeros, as there is no chunk file to hash."""
+    n = len(sizes)
+    ids = np.arange(n, dtype=np.int64) if order is None else np.asarray(order, dtype=np.int64)
+    chunk_of = np.empty(n, dtype=np.int64)
+    offset = np.empty(n, dtype=np.int64)
+    n_chunks = -(-n // chunk_size)
+    chunk_sizes = np.zeros(n_chunks, dtype=np.int64)
+    for pos, i in enumerate(ids.tolist()):
+        c = pos // chunk_size
+        chunk_of[i], offset[i] = c, chunk_sizes[c]
+        chunk_sizes[c] += sizes[i]
+    return ChunkLayout(
+        chunk_of=chunk_of,
+        offset=offset,
+        length=np.asarray(sizes, dtype=np.int64),
+        chunk_keys=tuple(chunk_key(c) for c in range(n_chunks)),
+        chunk_sizes=chunk_sizes,
+        chunk_hashes=tuple("0" * 16 for _ in range(n_chunks)),
+        chunk_size=chunk_size,
+    )
+
+
 def write_chunks(
     manifest: Manifest,
     store: Store,
@@ -1006,6 +1032,7 @@ __all__ = [
     "pack_dataset",
     "pack_order",
     "read_chunk",
+    "sized_layout",
     "write_chunks",
     "write_synced",
 ]

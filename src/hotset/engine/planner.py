@@ -103,6 +103,12 @@ class Planner:
         self._prefetching = caps.prefetches
         #: the policy writes packages or loads units after each batch (asked only then)
         self._packing = caps.backgrounds
+        #: the policy as what it is asked after each batch (None: it does not)
+        self._backgrounds: Backgrounds | None = None
+        if self._packing:
+            if not isinstance(system.policy, Backgrounds):
+                raise missing_role(system.policy, "Backgrounds", "packs or capabilities.loads")
+            self._backgrounds = system.policy
         self.seq = 0  # seq of the last planned batch
         self.evaluated = 0  # ids re-evaluated before this epoch's draw
         self.generation = 0
@@ -332,9 +338,8 @@ class Planner:
         decision order after every request of the batch.
         """
         policy = self.system.policy
-        if not isinstance(policy, Backgrounds):
-            raise missing_role(policy, "Backgrounds", "packs or capabilities.loads")
-        bg = policy.background()
+        assert self._backgrounds is not None  # called only while packing (plan_next)
+        bg = self._backgrounds.background()
         last_op = d.last_op
         for e in bg.evicted:
             d.evicted.append(e)

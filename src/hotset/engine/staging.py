@@ -28,6 +28,12 @@ class UnitStaging:
     """Staged prefetched units (unit -> bytes), checked against the policy's layout and budget."""
 
     def __init__(self, policy: Policy, *, n: int, prefetching: bool) -> None:
+        #: the policy as what it is asked after each batch (None: it does not prefetch)
+        self.prefetcher: Prefetches | None = None
+        if prefetching:
+            if not isinstance(policy, Prefetches):
+                raise missing_role(policy, "Prefetches", "prefetches")
+            self.prefetcher = policy
         self.policy = policy
         self.n = n
         self.prefetching = prefetching
@@ -67,13 +73,10 @@ class UnitStaging:
             )
         for u in consumed:
             self.staged.pop(u, None)
-        if not self.prefetching:
+        if self.prefetcher is None:
             return _EMPTY
         # exactly what the policy asked for: its own staging account must match ours
-        policy = self.policy
-        if not isinstance(policy, Prefetches):
-            raise missing_role(policy, "Prefetches", "prefetches")
-        fresh = [int(u) for u in policy.prefetch()]
+        fresh = [int(u) for u in self.prefetcher.prefetch()]
         for u in fresh:
             if u in self.staged:
                 raise HotsetError(f"policy {name!r} prefetched unit {u}, already staged")

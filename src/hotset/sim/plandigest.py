@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hotset.data.chunks import ChunkLayout, chunk_key
+from hotset.data.chunks import sized_layout
 from hotset.engine.arrays import IntArray
 from hotset.engine.budget import Budget
 from hotset.engine.plan import BatchPlan
@@ -83,28 +83,6 @@ def _losses(ids: IntArray, epoch: int) -> np.ndarray:
     return ((arr * 2654435761 + epoch * 40503) % 1000) / 1000.0 + 0.1
 
 
-def _layout(sizes: IntArray, chunk_size: int) -> ChunkLayout:
-    """Consecutive ids cut into chunks of ``chunk_size``: the systems that read units need one."""
-    n = len(sizes)
-    chunk_of = np.arange(n, dtype=np.int64) // chunk_size
-    n_chunks = int(chunk_of[-1]) + 1
-    offset = np.zeros(n, dtype=np.int64)
-    chunk_sizes = np.zeros(n_chunks, dtype=np.int64)
-    for i in range(n):
-        c = int(chunk_of[i])
-        offset[i] = chunk_sizes[c]
-        chunk_sizes[c] += sizes[i]
-    return ChunkLayout(
-        chunk_of=chunk_of,
-        offset=offset,
-        length=np.asarray(sizes, dtype=np.int64),
-        chunk_keys=tuple(chunk_key(c) for c in range(n_chunks)),
-        chunk_sizes=chunk_sizes,
-        chunk_hashes=tuple("0" * 16 for _ in range(n_chunks)),
-        chunk_size=chunk_size,
-    )
-
-
 _ARRAYS = (
     "requested",
     "served",
@@ -148,7 +126,7 @@ def _cell(
         budget=Budget(capacity_bytes=capacity, sizes=sizes),
         seed=seed,
         batch_size=grid.batch_size,
-        layout=_layout(sizes, grid.chunk_size),
+        layout=sized_layout(sizes, grid.chunk_size),
     )
     r, world = rank
     if system.capabilities.needs_future:  # an offline bound is handed the whole future
