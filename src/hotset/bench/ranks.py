@@ -25,13 +25,16 @@ import math
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
 import numpy as np
 
+from hotset import options as typed
 from hotset.errors import HotsetError
+from hotset.options import cli
 from hotset.sim.nodes import scopes_for
 from hotset.storage.presets import StoreModel
 
@@ -155,16 +158,44 @@ def _brand_counts(ranks: list[dict[str, Any]], epochs: int) -> dict[str, Any]:
     return {f"{k}_per_epoch": round(sum(r["counts"][k] for r in ranks) / epochs, 1) for k in keys}
 
 
+@dataclass(frozen=True)
+class RanksOptions:
+    """What ``bench ranks`` compares; the command line is generated from the fields
+    (:mod:`hotset.cli.typed_options`), so a run built in Python is checked alike."""
+
+    worlds: tuple[int, ...] = field(
+        default=(1, 2), metadata=cli("World sizes (ranks).", parse=typed.ints)
+    )
+    systems: tuple[str, ...] = field(default=DEFAULT_SYSTEMS, metadata=cli(parse=typed.systems))
+    cache_fracs: tuple[float, ...] = field(
+        default=(0.1, 0.2), metadata=cli("Per rank.", parse=typed.floats)
+    )
+    n: int = field(default=2000, metadata=cli(type=click.IntRange(min=64)))
+    epochs: int = field(default=3, metadata=cli(type=click.IntRange(min=2)))
+    batch_size: int = field(default=32, metadata=cli(type=click.IntRange(min=1)))
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from hotset.systems.registry import get_spec, parse_system
+
+        for spec in self.systems:
+            get_spec(parse_system(spec)[0])
+        if self.epochs < 2:
+            raise HotsetError(
+                f"bench ranks: epochs must be >= 2 (rows count after the first), got {self.epochs}"
+            )
+        for world in self.worlds:
+            if world < 1:
+                raise HotsetError(f"bench ranks: a world size must be >= 1, got {world}")
+        for frac in self.cache_fracs:
+            if not 0 < frac <= 1:
+                raise HotsetError(f"bench ranks: a cache share must be in (0, 1], got {frac!r}")
+
+
 def run(
+    opts: RanksOptions = RanksOptions(),
     *,
-    worlds: Sequence[int] = (1, 2),
-    systems: Sequence[str] = DEFAULT_SYSTEMS,
-    cache_fracs: Sequence[float] = (0.1, 0.2),
-    n: int = 2000,
-    epochs: int = 3,
-    batch_size: int = 32,
     store: StoreModel = DEFAULT_STORE,
-    seed: int = 0,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Every (world, scope, system, cache share); pooled only where there are 2+ ranks.
@@ -176,31 +207,18 @@ def run(
     from hotset.data import SynthConfig, make_synth
     from hotset.storage.local import LocalStore
     from hotset.storage.shared_throttle import SharedThrottledStore
-    from hotset.systems.registry import get_spec, parse_system
 
-    for spec in systems:
-        get_spec(parse_system(spec)[0])
-    if epochs < 2:
-        raise HotsetError(
-            f"bench ranks: epochs must be >= 2 (rows count after the first), got {epochs}"
-        )
-    for world in worlds:
-        if world < 1:
-            raise HotsetError(f"bench ranks: a world size must be >= 1, got {world}")
-    for frac in cache_fracs:
-        if not 0 < frac <= 1:
-            raise HotsetError(f"bench ranks: a cache share must be in (0, 1], got {frac!r}")
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="hotset-ranks-") as tmp, local_redis() as redis:
         work = Path(tmp)
         dataset = str(work / "synth")
-        make_synth(dataset, SynthConfig(n=n, image_size=16, seed=seed), workers=1)
-        if needs_chunks(systems):  # Brand: a seeded shuffle cut into chunks (§3.2)
-            ensure_packed(dataset, seed=seed)
+        make_synth(dataset, SynthConfig(n=opts.n, image_size=16, seed=opts.seed), workers=1)
+        if needs_chunks(opts.systems):  # Brand: a seeded shuffle cut into chunks (§3.2)
+            ensure_packed(dataset, seed=opts.seed)
         inner = LocalStore(dataset)
-        for world in worlds:
-            for frac in cache_fracs:
-                for system in systems:
+        for world in opts.worlds:
+            for frac in opts.cache_fracs:
+                for system in opts.systems:
                     for scope in scopes_for(system, world):
                         server = SharedThrottledStore(
                             inner,
@@ -217,9 +235,9 @@ def run(
                             dataset=dataset,
                             store=server,
                             redis_url=redis.url,
-                            epochs=epochs,
-                            batch_size=batch_size,
-                            seed=seed,
+                            epochs=opts.epochs,
+                            batch_size=opts.batch_size,
+                            seed=opts.seed,
                             work=work,
                             run_id=len(rows),
                         )
@@ -233,13 +251,13 @@ def run(
                             )
     return {
         "params": {
-            "n": n,
-            "epochs": epochs,
-            "batch_size": batch_size,
+            "n": opts.n,
+            "epochs": opts.epochs,
+            "batch_size": opts.batch_size,
             "latency_ms": store.latency_ms,
             "concurrency": store.max_concurrency,
             "bandwidth_mb_s": store.as_dict()["bandwidth_mb_s"],
-            "seed": seed,
+            "seed": opts.seed,
         },
         "store": store.as_dict(),
         "table": rows,
