@@ -83,6 +83,13 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClu
             node.stop()
 
 
+@pytest.fixture
+def cluster(redis_cluster: RedisCluster) -> RedisCluster:
+    """The session cluster, flushed before the test."""
+    redis_cluster.flushall()
+    return redis_cluster
+
+
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3]:
     """One SeaweedFS S3 server for the whole session (each test takes its own bucket)."""

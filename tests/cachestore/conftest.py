@@ -1,9 +1,7 @@
-"""Real Redis servers for the cache-store tests: one server and a three-master cluster.
+"""The cache-store tests' request counter.
 
-Both run on free loopback ports with persistence off and die at teardown. A
-missing ``redis-server`` fails the tests (it does not skip them): CI installs
-it (``make test`` runs ``make redis-check``), and a skipped backend would pass
-silently.
+The real Redis servers they talk to (one, and a three-master cluster flushed per test
+as ``cluster``) are the root conftest's: the coordination tests use them too.
 """
 
 from __future__ import annotations
@@ -13,15 +11,6 @@ from typing import Any
 import pytest
 import redis
 from cachestore_support import SendCounter
-
-from redis_support import RedisCluster
-
-
-@pytest.fixture
-def cluster(redis_cluster: RedisCluster) -> RedisCluster:
-    """The session cluster, flushed before the test."""
-    redis_cluster.flushall()
-    return redis_cluster
 
 
 @pytest.fixture

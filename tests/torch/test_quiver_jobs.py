@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import hotset
-from hotset.cachestore.chunk_refs import ChunkRefs
+from hotset.coordination.chunk_refs import ChunkRefs
 from packed_support import packed_synth
 from redis_support import RedisProcess
 

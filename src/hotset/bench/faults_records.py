@@ -1,8 +1,8 @@
 """``hotset bench faults``: records another job writes, poisoned (issue #41, part A).
 
 Jobs on one shared namespace read what the others publish there: Quiver's probe
-board (:mod:`hotset.cachestore.probe_board`) and iCACHE's benefits and RIVs
-(:mod:`hotset.cachestore.job_importance`). Any client of the server can write
+board (:mod:`hotset.coordination.probe_board`) and iCACHE's benefits and RIVs
+(:mod:`hotset.coordination.job_importance`). Any client of the server can write
 those keys. Each scenario trains a victim job twice in a process of its own, on
 the same seed, data and namespace: alone (the control) and while an attacker
 process plants hostile records beside it with a plain redis client, again every
@@ -82,7 +82,7 @@ def hostile(system: str, kind: str, i: int, dataset: str, now: float) -> tuple[b
         return b"{" + b" " * (1 << 20) + b"}", lease
     if system == "quiver":
         return json.dumps(_board_record(kind, i, dataset)).encode(), lease
-    from hotset.cachestore.job_importance import encode_entry
+    from hotset.coordination.job_importance import encode_entry
 
     benefit = {"benefit-1e308": 1e308, "benefit-nan": float("nan")}.get(kind, 9.0)
     at = now + 365 * 86400 if kind == "future" else now
@@ -160,7 +160,7 @@ def _train(root: str, url: str, system: str, seed: int) -> dict[str, Any]:
             epoch_s.append(time.perf_counter() - start)
         buf = io.BytesIO()
         torch.save(loader.state_dict(), buf)
-        link = loader._probes if system == "quiver" else loader._jobs
+        link = loader._coordination.probes if system == "quiver" else loader._coordination.jobs
         stats: dict[str, int] = getattr(
             link, "stats", dict
         )()  # (a hotset before these counts has none)

@@ -282,7 +282,7 @@ class RedisCache:
         """A context in which this server's failures become :class:`CacheUnavailable`.
 
         For code beside the store that talks to the same server with its client
-        (:mod:`hotset.cachestore.chunk_refs`), so a dead server degrades it as it
+        (:mod:`hotset.coordination.chunk_refs`), so a dead server degrades it as it
         degrades the store.
         """
         return self._talking()

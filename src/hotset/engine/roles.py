@@ -30,11 +30,13 @@ import numpy.typing as npt
 from hotset.engine.arrays import IntArray
 from hotset.engine.packages import Background
 from hotset.errors import HotsetError
+from hotset.importance.multijob import JobImportance
 
 __all__ = [
     "Backgrounds",
     "Evaluates",
     "EvictionGroups",
+    "ExchangesJobs",
     "GroupsEvictions",
     "JoinsCycle",
     "NeedsFuture",
@@ -119,7 +121,7 @@ class EvictionGroups:
 
     ``groups[i]`` is id ``i``'s group (-1: none). In a shared namespace a group's
     entries are deleted once every job that put them has released them, or
-    ``force_after_s`` seconds after the first release (:mod:`hotset.cachestore.chunk_refs`).
+    ``force_after_s`` seconds after the first release (:mod:`hotset.coordination.chunk_refs`).
     """
 
     groups: IntArray
@@ -186,6 +188,22 @@ class PlacesByBenefit(Protocol):
         the one it applied last), the records other jobs published, and the namespace's
         budget; an input, saved with the state, so a resume decides as the interrupted
         run did."""
+
+
+@runtime_checkable
+class ExchangesJobs(Protocol):
+    """Keys what it caches by the importance of every job on its namespace (iCACHE
+    §III-D, ``icache[multijob=true]``): at each epoch's close the loader measures the
+    job's benefit, publishes it with the job's importance, and hands the policy every
+    job's latest (:mod:`hotset.coordination.jobs_link`)."""
+
+    def job_probe_requests(self) -> int | None:
+        """The requests of each epoch planned without the cache to measure the benefit
+        (0: none, nothing measured); None: this policy, as built, keys by its own
+        importance alone and takes no part."""
+
+    def update_jobs(self, jobs: Sequence[JobImportance]) -> None:
+        """Every job's published (benefit, RIV), at an epoch boundary."""
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@
 ``icache[multijob=true]`` (§III-D) keys the cache by the adjusted importance of
 the jobs sharing it (:mod:`hotset.policies.icache.multijob`); on a Redis namespace
 several jobs join, the loader probes, publishes and reads their benefit and RIV
-(:mod:`hotset.torch.jobslink`).
+(:mod:`hotset.coordination.jobs_link`).
 
 Every icache system but ``icache_iis_lru`` holds H residents the epoch still
 plans out of the heap (``lookahead``, beyond the paper);

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,31 +35,24 @@ import numpy.typing as npt
 from torch.utils.data import DataLoader
 
 from hotset.cachestore.base import CacheStore
-from hotset.cachestore.chunk_refs import ChunkRefs
-from hotset.cachestore.job_importance import SharedJobs
-from hotset.cachestore.probe_board import ProbeBoard
 from hotset.cachestore.redaction import redact_spec_value
-from hotset.cachestore.redis_store import RedisCache
 from hotset.cachestore.session import CacheSession, check_share_backend
-from hotset.cachestore.shared_cycle import SharedCycle
 from hotset.cachestore.shm_node import NodeShare
+from hotset.coordination.links import Coordination, Where, connect, evicting_in_concert
 from hotset.data.digest import Digest, digest_for_job
 from hotset.data.package_writer import PackageWriter
 from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.packages import PackageFiles
 from hotset.engine.planner import Planner
-from hotset.engine.roles import GroupsEvictions, JoinsCycle, PlacesByBenefit
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.policies.quiver.placement import from_record
 from hotset.storage.local import LocalStore
 from hotset.systems.auto import AUTO, Choice, choose
 from hotset.systems.base import System
 from hotset.torch.batches import check_batch_system
 from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.chunkpack import with_chunks
-from hotset.torch.cyclelink import CycleLink
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.devicepath import VisionPath, vision_path
 from hotset.torch.fetch import BatchFetcher, identity_collate
@@ -69,13 +62,11 @@ from hotset.torch.forksafe import (
     start_method_name,
     worker_start_method,
 )
-from hotset.torch.jobslink import JobsLink
 from hotset.torch.nodecache import node_share
 from hotset.torch.options import DEFAULT_CACHE, DEFAULT_READAHEAD_BYTES, LoaderOptions
 from hotset.torch.packing import PackingThread
 from hotset.torch.plansampler import PlanSampler
 from hotset.torch.prefetch import UnitPrefetcher
-from hotset.torch.probelink import ProbeLink, job_id
 from hotset.torch.readahead import ReadAhead
 from hotset.torch.sequencer import Sequencer
 from hotset.torch.user import is_unhashed, unhashed_verify_error
@@ -131,12 +122,8 @@ class LoaderParts:
     #: a DataLoader like ``dataloader``, with no workers started yet: the loader
     #: replaces one whose kept (persistent) workers an error left in doubt
     new_dataloader: Callable[[], DataLoader[Any]]
-    #: where a policy that joins a shared chunk cycle learns and tells where it is
-    cycle: CycleLink | None = None
-    #: where iCACHE's multi-job keys learn the other jobs' benefit and RIV (§III-D)
-    jobs: JobsLink | None = None
-    #: where a policy that places by benefit publishes its probe and reads the others'
-    probes: ProbeLink | None = None
+    #: the links to the other jobs on a shared namespace that the policy's roles ask for
+    coordination: Coordination = field(default_factory=Coordination)
 
 
 @dataclass
@@ -202,8 +189,8 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
     )
     prefetcher = UnitPrefetcher(fetcher.reader.read_unit, threads=options.io_threads)
     packages = PackingThread(plan.system, packer)
-    cycle = _cycle_link(plan, session)
-    sampler = PlanSampler(planner, readahead, prefetcher, packages, cycle=cycle)
+    coordination = _coordination(plan, session, data, options, rank, world_size)
+    sampler = PlanSampler(planner, readahead, prefetcher, packages, cycle=coordination.cycle)
     worker_init, new_dataloader = _workers(fetcher, sampler, options, context)
     return LoaderParts(
         data=data,
@@ -228,9 +215,7 @@ def build(given: Any, options: LoaderOptions) -> LoaderParts:
         sampler=sampler,
         dataloader=new_dataloader(),
         new_dataloader=new_dataloader,
-        jobs=_jobs_link(plan, session, world_size),
-        cycle=cycle,
-        probes=_probe_link(plan, session, data, rank),
+        coordination=coordination,
     )
 
 
@@ -526,64 +511,34 @@ def _open_cache(
         # batch; the store's own check would only raise, and hash puts again.
         verify=False,
     )
-    cache: CacheStore = session.cache
-    policy = plan.system.policy
-    groups = None
-    if session.shared and isinstance(policy, GroupsEvictions):
-        groups = policy.eviction_groups()
-    if groups is not None and isinstance(cache, RedisCache):
-        # jobs sharing the namespace evict a group once all have released it
-        # a content-addressed namespace holds several data sets: each its own chunks
-        scope = "" if job_digest is None else manifest.identity()
-        cache = ChunkRefs(cache, groups.groups, force_after_s=groups.force_after_s, scope=scope)
+    # a content-addressed namespace holds several data sets: each its own chunks
+    scope = "" if job_digest is None else manifest.identity()
+    cache = evicting_in_concert(
+        session.cache, plan.system.policy, shared=session.shared, scope=scope
+    )
     return session, cache
 
 
-def _jobs_link(plan: _Plan, session: CacheSession | None, world_size: int) -> JobsLink | None:
-    """``icache[multijob=true]`` alone on its ranks, on a namespace shared by jobs: its
-    link to the other jobs' benefit and RIV; None otherwise (it keys by its own)."""
-    if getattr(plan.system.policy, "multijob", None) is None or world_size != 1:
-        return None
-    if session is None or not session.shared or not isinstance(session.cache, RedisCache):
-        return None
-    shared = SharedJobs(session.cache, JobsLink.job_name())
-    return JobsLink(shared, plan.system, probe=int(plan.system.options["benefit_probe"]))
-
-
-def _cycle_link(plan: _Plan, session: CacheSession | None) -> CycleLink | None:
-    """A policy that joins a chunk cycle, on a namespace shared by jobs: its link to the
-    namespace's current chunk (Quiver's getCurrentChunk); None otherwise (it starts at 0)."""
-    if not plan.caps.joins_cycle or session is None or not session.shared:
-        return None
-    if not isinstance(session.cache, RedisCache):
-        return None
-    policy = plan.system.policy
-    if not isinstance(policy, JoinsCycle):
-        raise HotsetError(
-            f"system {plan.system.name!r} says it joins a chunk cycle (capabilities.joins_cycle) "
-            "but its policy has no awaits_join / join_cycle / cycle_step (hotset.engine.roles)"
-        )
-    return CycleLink(SharedCycle(session.cache), policy, plan.system.policy)
-
-
-def _probe_link(
-    plan: _Plan, session: CacheSession | None, data: HotsetDataset, rank: int
-) -> ProbeLink | None:
-    """A policy that places by benefit (``quiver[placement=true]``): its link to the
-    namespace's probe board (none on a private cache: it places by its own probe)."""
-    policy = plan.system.policy
-    if not (isinstance(policy, PlacesByBenefit) and policy.wants_board()):
-        return None
-    board = None
-    if session is not None and session.shared and isinstance(session.cache, RedisCache):
-        board = ProbeBoard(session.cache, check=from_record)
-    return ProbeLink(
-        board,
-        policy,
-        job=job_id(rank),
+def _coordination(
+    plan: _Plan,
+    session: CacheSession | None,
+    data: HotsetDataset,
+    options: LoaderOptions,
+    rank: int,
+    world_size: int,
+) -> Coordination:
+    """The links the policy's roles ask for (:func:`hotset.coordination.links.connect`)."""
+    where = Where(
+        cache=None if session is None else session.cache,
+        shared=session is not None and session.shared,
         dataset=data.manifest.identity(),
+        rank=rank,
+        world_size=world_size,
+        batch_size=options.batch_size,
         budget_bytes=plan.capacity if plan.caps.caches else 0,
     )
+    system = plan.system
+    return connect(system.policy, system.table, joins_cycle=plan.caps.joins_cycle, where=where)
 
 
 # -- the worker side ----------------------------------------------------------------

@@ -182,9 +182,7 @@ class HotsetLoader(Checkpoints):
         self._packages = parts.packages
         self._worker_init = parts.worker_init
         self._dataloader: DataLoader[Any] | None = parts.dataloader
-        self._cycle = parts.cycle
-        self._jobs = parts.jobs
-        self._probes = parts.probes
+        self._coordination = parts.coordination
         self._new_dataloader = parts.new_dataloader
         self._sampler = parts.sampler
         self._pin_labels = self.options.pin_memory and _pins_memory()
@@ -285,8 +283,8 @@ class HotsetLoader(Checkpoints):
         elif self._status in ("running", "finished"):
             self._close_epoch()
         if self._status == "idle":
-            if self._probes is not None:  # the board's placement, before the start state
-                self._probes.before_epoch(self._next_epoch)  # (a resumed epoch has its own)
+            # the board's placement, before the start state (a resumed epoch has its own)
+            self._coordination.before_epoch(self._next_epoch)
             self._begin_epoch(self._next_epoch)
         self._abandon_unwritten(clear=False)
 
@@ -507,12 +505,7 @@ class HotsetLoader(Checkpoints):
         self._dataloader = None  # persistent workers shut down with their iterator
         self._packages.remove()  # this run's package files
         self._fetcher.close()
-        if self._cycle is not None:  # done with its chunks: the jobs still running need room
-            self._cycle.leave(self.cache, self._fetcher.key_of)
-        if self._jobs is not None:
-            self._jobs.leave()
-        if self._probes is not None:  # its probe stops counting for the others' placement
-            self._probes.leave()
+        self._coordination.leave(self.cache, self._fetcher.key_of)
         if self.cache is not None:
             assert self._session is not None
             self._session.close()  # a private namespace is dropped, a shared one kept
@@ -549,8 +542,7 @@ class HotsetLoader(Checkpoints):
                     "their historical losses",
                     stacklevel=4,  # the training loop (<- _enter_epoch <- _run <- for)
                 )
-        if self._cycle is not None:  # where the shared chunk cycle is: part of the state
-            self._cycle.join()
+        self._coordination.epoch_starts()  # where the shared chunk cycle is: in the state
         # after the evaluation: a resumed epoch restores its losses and draws the same order
         self._start_state = system_state(self.system)
         self._planner.begin(epoch, rank=self.rank, world_size=self.world_size)
@@ -575,10 +567,10 @@ class HotsetLoader(Checkpoints):
                 "(lru, minio, pytorch)"
             )
         self._finish_epoch()
-        if self._jobs is not None:  # §III-D: the jobs' benefit and RIV, at the boundary
-            # timed from the epoch's first batch, or not at all (resumed mid-epoch)
-            whole = len(self._batch_seconds) == self._yielded
-            self._jobs.exchange(self._batch_seconds if whole else [])
+        # §III-D: the jobs' benefit and RIV, at the boundary; timed from the epoch's
+        # first batch, or not at all (resumed mid-epoch)
+        whole = len(self._batch_seconds) == self._yielded
+        self._coordination.epoch_closed(self._batch_seconds if whole else [])
         if self._current is not None:
             self._current.coverage = self._coverage.close_epoch()
             self._history.append(self._current)
@@ -718,8 +710,8 @@ class HotsetLoader(Checkpoints):
                 now = time.perf_counter()
                 self._batch_seconds.append(now - last_yield)
                 last_yield = now
-                if self._probes is not None and self._yielded == len(self._batch_seconds):
-                    self._probes.after_batch(self._batch_seconds)  # not in a resumed epoch
+                if self._yielded == len(self._batch_seconds):  # not in a resumed epoch
+                    self._coordination.batch_done(self._batch_seconds)
                 self._last_ids = ids
                 yield shape_batch(shape, x, y, ids, w)
             stats.wall_seconds = time.perf_counter() - wall_start

@@ -8,7 +8,7 @@ what the main process read for it ahead of time: its packages written
 (:mod:`hotset.torch.packing`), samples staged by read-ahead
 (:mod:`hotset.torch.readahead`) and whole units the prefetcher read
 (:mod:`hotset.torch.prefetch`). A policy that joins a chunk cycle shared by
-jobs tells the namespace where it loads now (:mod:`hotset.torch.cyclelink`).
+jobs tells the namespace where it loads now (:mod:`hotset.coordination.cycle_link`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 from torch.utils.data import Sampler
 
+from hotset.coordination.cycle_link import CycleLink
 from hotset.engine.planner import Planner
-from hotset.torch.cyclelink import CycleLink
 from hotset.torch.packing import PackingThread
 from hotset.torch.prefetch import UnitPrefetcher
 from hotset.torch.readahead import ReadAhead

@@ -7,7 +7,7 @@ there is not read, nor is a unit whose needed members are all there, so jobs
 that load one data set's chunks in their own random orders read each chunk
 about once between them (Quiver §5.2). A unit that only loads the cache and
 that another job is reading right now is left to that job
-(:meth:`SharedPool.claimed_elsewhere`, :mod:`hotset.cachestore.claims`). Only
+(:meth:`SharedPool.claimed_elsewhere`, :mod:`hotset.coordination.claims`). Only
 storage reads are saved: outcomes, puts and the counters of exact hits stay the
 plan's.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hotset.cachestore.base import CacheKey, CacheStore
-from hotset.cachestore.claims import claim, release
+from hotset.coordination.claims import claim, release
 from hotset.engine.plan import BatchPlan
 from hotset.engine.units import UnitLayout
 from hotset.torch.cacheio import CacheKeys, CacheTurn
@@ -169,7 +169,7 @@ class SharedPool:
 
         A unit some request of this batch is served from is always read (the batch
         needs its bytes now); so is one without a content hash to name it by
-        (:mod:`hotset.cachestore.claims`). A failing claim reads everything.
+        (:mod:`hotset.coordination.claims`). A failing claim reads everything.
         """
         layout = self.layout
         if not units or layout is None:

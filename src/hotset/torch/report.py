@@ -22,7 +22,7 @@ planned single-sample misses, and the members a planned unit read was wanted
 for when the pool held all of them -- the unit, then not read, counts once in
 ``pool_unit_hits`` (Quiver §5.2's co-operative miss handling). Still misses of
 this job's policy, never hits. ``claimed_units`` counts unit loads left to another
-job that was reading the same unit (:mod:`hotset.cachestore.claims`). ``skipped`` counts samples left out of their batch because their read failed
+job that was reading the same unit (:mod:`hotset.coordination.claims`). ``skipped`` counts samples left out of their batch because their read failed
 for good (``on_error="skip"``); :meth:`HotsetLoader.skipped` names them.
 """
 

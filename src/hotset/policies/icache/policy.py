@@ -308,6 +308,11 @@ class ICache(Policy):
         ``multijob``, by the jobs' adjusted importance when one job is eligible)."""
         self.keys.update_importance(scores, self._h)
 
+    def job_probe_requests(self) -> int | None:
+        """§III-D's benefit probe in requests, under ``multijob`` (None without it:
+        :class:`~hotset.engine.roles.ExchangesJobs`)."""
+        return None if self.multijob is None else self.probe_requests
+
     def update_jobs(self, jobs: Sequence[JobImportance]) -> None:
         """The published (benefit, RIV) of every job sharing the cache (§III-D), an
         input at an epoch boundary as the importance snapshot is: the shadow heap is

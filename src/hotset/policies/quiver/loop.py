@@ -4,7 +4,7 @@ The paper's cache manager probes each job, decides among ``full``, ``chunks`` an
 ``none`` per data set from every job's benefit, turns caching off for a job that
 gains nothing, and probes again from time to time. Here there is no manager:
 the jobs of a namespace publish their probes on a shared board
-(:mod:`hotset.cachestore.probe_board`) and each applies
+(:mod:`hotset.coordination.probe_board`) and each applies
 :func:`~hotset.policies.quiver.placement.place_job` to what it reads there, at
 an epoch's start. This module is the policy's side of it, pure: what it was told
 (its own probe record, the board it read, the namespace's budget) is recorded

@@ -41,11 +41,11 @@ after is loaded. Several jobs on one shared cache follow the same chunk cycle
 (it does not depend on the seed), each loading the units of a chunk from its own
 place in one seeded order, so with pool lookups (``namespace=``) most units are
 read from storage once across the jobs (§5.2), and a chunk leaves a shared cache
-once every job has released it (:mod:`hotset.cachestore.chunk_refs`). A job
+once every job has released it (:mod:`hotset.coordination.chunk_refs`). A job
 started after the others joins the cycle at the chunk they load now (Algorithm
 1's ``getCurrentChunk``): where it starts is an input, :meth:`Quiver.join_cycle`,
 given by the loader from the namespace before the first epoch and saved with the
-state (:mod:`hotset.cachestore.shared_cycle`). The cycle carries on across
+state (:mod:`hotset.coordination.shared_cycle`). The cycle carries on across
 epochs: an epoch starts with whatever two chunks are in.
 
 Benefit-aware placement (§5.3) is open loop by default: ``probe=N`` plans the

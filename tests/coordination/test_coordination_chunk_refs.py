@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from hotset.cachestore.base import CacheKey, content_hash
-from hotset.cachestore.chunk_refs import ChunkRefs
 from hotset.cachestore.redis_store import RedisCache
+from hotset.coordination.chunk_refs import ChunkRefs
 from hotset.errors import HotsetError
 from redis_support import RedisCluster
 

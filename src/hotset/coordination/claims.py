@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hotset.cachestore.chunk_refs import ChunkRefs
-from hotset.cachestore.redis_store import RedisCache
+from hotset.coordination.chunk_refs import ChunkRefs
+from hotset.coordination.namespace import SharedNamespace
 
 __all__ = ["CLAIM_TTL_S", "claim", "release"]
 
@@ -60,7 +60,7 @@ return out
 """
 
 
-def _key(inner: RedisCache, name: str) -> str:
+def _key(inner: SharedNamespace, name: str) -> str:
     return f"hotset-claim:{{{inner.namespace}}}:{name}"
 
 
@@ -71,7 +71,7 @@ def claim(cache: object, names: Sequence[str], *, ttl_s: float = CLAIM_TTL_S) ->
     A failing server raises :class:`~hotset.cachestore.redis_store.CacheUnavailable`.
     """
     inner = cache.cache if isinstance(cache, ChunkRefs) else cache
-    if not names or not isinstance(inner, RedisCache):
+    if not names or not isinstance(inner, SharedNamespace):
         return [True] * len(names)
     script = inner.client.register_script(_CLAIM)
     keys = [_key(inner, name) for name in names]
@@ -82,6 +82,6 @@ def claim(cache: object, names: Sequence[str], *, ttl_s: float = CLAIM_TTL_S) ->
 def release(cache: object, names: Sequence[str]) -> None:
     """Drop claims this caller holds: their units are in the pool now (or never will be)."""
     inner = cache.cache if isinstance(cache, ChunkRefs) else cache
-    if names and isinstance(inner, RedisCache):
+    if names and isinstance(inner, SharedNamespace):
         with inner.talking():
             inner.client.delete(*[_key(inner, name) for name in names])

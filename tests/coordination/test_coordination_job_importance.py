@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hotset.cachestore.job_importance import SharedJobs, decode_entry, encode_entry
 from hotset.cachestore.redis_store import RedisCache
+from hotset.coordination.job_importance import SharedJobs, decode_entry, encode_entry
 from hotset.errors import HotsetError
 from hotset.importance.multijob import JobImportance, relative_importance
 from redis_support import RedisCluster, RedisProcess, start_redis
@@ -143,7 +143,7 @@ def test_bad_arguments_are_named(redis_url: str) -> None:
 def test_hostile_entries_are_skipped_removed_and_bounded(redis_server: RedisProcess) -> None:
     """What another client can plant: benefits of 1e308 (their sum overflowed to inf),
     a publish time a year ahead, an unleased entry, 10,000 valid-looking jobs."""
-    from hotset.cachestore.job_importance import MAX_JOBS
+    from hotset.coordination.job_importance import MAX_JOBS
     from hotset.importance.multijob import adjusted_importance
 
     client = redis_server.client()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hotset.cachestore.redis_store import RedisCache
-from hotset.cachestore.shared_cycle import SharedCycle, parse_step
+from hotset.coordination.shared_cycle import SharedCycle, parse_step
 from hotset.errors import HotsetError
 from redis_support import RedisCluster, RedisProcess, start_redis
 

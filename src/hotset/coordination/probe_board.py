@@ -17,7 +17,7 @@ server's clock (``TIME`` in the scripts), so jobs on hosts whose clocks disagree
 still agree on what expired.
 
 Any client of the server can write here, so a read is bounded
-(:mod:`hotset.cachestore.leased`): at most :data:`MAX_RECORDS` records, those
+(:mod:`hotset.coordination.leased`): at most :data:`MAX_RECORDS` records, those
 renewed last, each at most :data:`MAX_RECORD_BYTES`; records whose lease ended,
 that have none, or whose lease ends further ahead than a lease can are removed
 (``aged``). A record is parsed as JSON only within :data:`MAX_DEPTH` levels of
@@ -38,8 +38,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hotset.cachestore.bounded_json import load_json
-from hotset.cachestore.leased import LeasedRecords
-from hotset.cachestore.redis_store import CacheUnavailable, RedisCache
+from hotset.cachestore.redis_store import CacheUnavailable
+from hotset.coordination.leased import LeasedRecords
+from hotset.coordination.namespace import SharedNamespace
 from hotset.errors import HotsetError
 
 #: a record's check: raises HotsetError on a record that is not one (the policy's own:
@@ -60,9 +61,9 @@ class ProbeBoard:
     """One job's handle on its namespace's probe board."""
 
     def __init__(
-        self, cache: RedisCache, *, ttl_s: float = 600.0, check: Check | None = None
+        self, cache: SharedNamespace, *, ttl_s: float = 600.0, check: Check | None = None
     ) -> None:
-        if not isinstance(cache, RedisCache):
+        if not isinstance(cache, SharedNamespace):
             raise HotsetError(f"a probe board needs a Redis namespace, got {cache!r}")
         if not ttl_s >= 1:
             raise HotsetError(f"ttl_s must be >= 1 second, got {ttl_s!r}")

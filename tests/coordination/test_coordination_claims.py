@@ -6,9 +6,9 @@ import time
 
 import numpy as np
 
-from hotset.cachestore.chunk_refs import ChunkRefs
-from hotset.cachestore.claims import claim, release
 from hotset.cachestore.redis_store import RedisCache
+from hotset.coordination.chunk_refs import ChunkRefs
+from hotset.coordination.claims import claim, release
 
 
 def _cache(url: str, namespace: str = "sweep@x") -> RedisCache:

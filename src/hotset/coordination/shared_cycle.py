@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotset.cachestore.redis_store import CacheUnavailable, RedisCache
+from hotset.cachestore.redis_store import CacheUnavailable
+from hotset.coordination.namespace import SharedNamespace
 from hotset.errors import HotsetError
 
 __all__ = ["SharedCycle"]
@@ -69,8 +70,8 @@ return redis.call('GET', KEYS[1])
 class SharedCycle:
     """One job's handle on its shared namespace's current chunk step."""
 
-    def __init__(self, cache: RedisCache, *, ttl_s: float = 600.0) -> None:
-        if not isinstance(cache, RedisCache):
+    def __init__(self, cache: SharedNamespace, *, ttl_s: float = 600.0) -> None:
+        if not isinstance(cache, SharedNamespace):
             raise HotsetError(f"a shared chunk cycle needs a Redis namespace, got {cache!r}")
         if not ttl_s >= 1:
             raise HotsetError(f"ttl_s must be >= 1 second, got {ttl_s!r}")

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from hotset.cachestore.probe_board import ProbeBoard, parse_record
 from hotset.cachestore.redis_store import RedisCache
+from hotset.coordination.probe_board import ProbeBoard, parse_record
 from hotset.errors import HotsetError
 from hotset.policies.quiver.placement import from_record
 from redis_support import RedisCluster, RedisProcess, start_redis
@@ -161,7 +161,7 @@ def test_a_hostile_record_is_skipped_counted_and_removed_never_raised(
 def test_a_read_returns_at_most_max_records_of_100000_planted(
     redis_server: RedisProcess,
 ) -> None:
-    from hotset.cachestore.probe_board import MAX_RECORDS
+    from hotset.coordination.probe_board import MAX_RECORDS
 
     client = redis_server.client()
     client.flushall()

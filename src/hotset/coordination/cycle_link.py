@@ -2,7 +2,7 @@
 
 A policy that ``joins_cycle`` (Quiver) stays pure: where its cycle starts is an
 input, the step the namespace says its jobs load now
-(:mod:`hotset.cachestore.shared_cycle`), read once, at the first epoch's start and
+(:mod:`hotset.coordination.shared_cycle`), read once, at the first epoch's start and
 before the loader records that epoch's start state, so the step is part of the
 state a checkpoint saves and a resume replays without asking again. After each
 batch it plans, the loader publishes the step the policy loads now, when it
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hotset.cachestore.base import CacheKey
-from hotset.cachestore.chunk_refs import ChunkRefs
 from hotset.cachestore.redis_store import CacheUnavailable
-from hotset.cachestore.shared_cycle import SharedCycle
+from hotset.coordination.chunk_refs import ChunkRefs
+from hotset.coordination.shared_cycle import SharedCycle
 from hotset.engine.policy import Policy
 from hotset.engine.roles import JoinsCycle
 

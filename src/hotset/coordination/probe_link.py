@@ -4,7 +4,7 @@ A policy that ``wants_board`` (``quiver[placement=true]``) stays pure: the loade
 times the batches of its probe windows (``PlacesByBenefit.probe_window``: the first batches
 of the probe epoch, without the cache, then the first of the next epoch, with it),
 turns them into a record once both are timed (``PlacesByBenefit.probe_record``), publishes
-it on the namespace's board (:mod:`hotset.cachestore.probe_board`) and keeps it as
+it on the namespace's board (:mod:`hotset.coordination.probe_board`) and keeps it as
 the job's own. Before each epoch begins -- before the loader records the epoch's
 start state, so what was applied is part of the state a checkpoint saves -- it
 reads the board and gives the policy its own record, the other jobs' records and
@@ -19,7 +19,7 @@ policy places by the own record its state holds (``own=None``), against the boar
 as it is now; a resume between a probe's two windows loses that probe.
 
 What another job's record can change is bounded twice: the board returns at most
-64 records that parse and pass their checks (:mod:`hotset.cachestore.probe_board`),
+64 records that parse and pass their checks (:mod:`hotset.coordination.probe_board`),
 and on a namespace that is one data set's (``<key>@<identity>``, every namespace but
 a content-addressed one) a record naming another data set is no job's of this
 namespace: it is skipped here and counted (:meth:`ProbeLink.stats`), so only
@@ -34,7 +34,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from hotset.cachestore.probe_board import ProbeBoard
+from hotset.coordination.probe_board import ProbeBoard
 from hotset.engine.roles import PlacesByBenefit
 
 __all__ = ["ProbeLink", "job_id"]

@@ -1,7 +1,7 @@
 """Records other jobs write, on a real Redis: leases, bounded reads, and what is planted.
 
 Every record kind another job can write (probe board, job importance) goes through
-:class:`~hotset.cachestore.leased.LeasedRecords`; each test plants what a hostile
+:class:`~hotset.coordination.leased.LeasedRecords`; each test plants what a hostile
 or broken client could (with a plain redis client, around the scripts) and checks
 that a read raises nothing, returns at most its bound, and cleans up after it.
 """
@@ -14,8 +14,8 @@ import time
 import pytest
 
 from hotset.cachestore.bounded_json import load_json, nesting
-from hotset.cachestore.leased import BUDGET, LeasedRecords
 from hotset.cachestore.redis_store import RedisCache
+from hotset.coordination.leased import BUDGET, LeasedRecords
 from hotset.errors import HotsetError
 from redis_support import RedisCluster, RedisProcess
 

@@ -6,7 +6,7 @@ jobs' latest entries to key its cache by their adjusted importance
 (:mod:`hotset.importance.multijob`). The entries live in one hash beside the
 namespace's entries, ``hotset-jobs:{<namespace>}`` (one hash slot for a cluster; a
 scan of the namespace never meets it), one field per job, each under a lease kept by
-the server's clock (``:leases`` beside it, :mod:`hotset.cachestore.leased`): an entry
+the server's clock (``:leases`` beside it, :mod:`hotset.coordination.leased`): an entry
 counts for ``ttl_s`` after its job last published.
 
 A value is raw bytes, never pickled: ``HSJI`` and a version byte, then the benefit
@@ -35,8 +35,9 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from hotset.cachestore.leased import LeasedRecords
-from hotset.cachestore.redis_store import CacheUnavailable, RedisCache
+from hotset.cachestore.redis_store import CacheUnavailable
+from hotset.coordination.leased import LeasedRecords
+from hotset.coordination.namespace import SharedNamespace
 from hotset.errors import HotsetError
 from hotset.importance.multijob import MAX_BENEFIT, MAX_JOBS, JobImportance
 
@@ -83,13 +84,13 @@ class SharedJobs:
 
     def __init__(
         self,
-        cache: RedisCache,
+        cache: SharedNamespace,
         job: str,
         *,
         ttl_s: float = 3600.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if not isinstance(cache, RedisCache):
+        if not isinstance(cache, SharedNamespace):
             raise HotsetError(f"jobs sharing importance need a Redis namespace, got {cache!r}")
         if not isinstance(job, str) or not 0 < len(job) <= MAX_JOB:
             raise HotsetError(f"a job name must be 1-{MAX_JOB} characters, got {job!r}")

@@ -1,8 +1,8 @@
 """Records that other jobs write, kept under leases and read within bounds.
 
 Jobs that share a namespace tell each other things: Quiver's probes
-(:mod:`hotset.cachestore.probe_board`), iCACHE's benefit and importance
-(:mod:`hotset.cachestore.job_importance`). Any client of the server can write
+(:mod:`hotset.coordination.probe_board`), iCACHE's benefit and importance
+(:mod:`hotset.coordination.job_importance`). Any client of the server can write
 there too, and Redis has no per-key access control, so what a job reads back is
 another party's input: it may be garbage, huge, or many. This module is the one
 way those records are stored and read, so that no record, and no number of
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hotset.cachestore.redis_store import RedisCache
+from hotset.coordination.namespace import SharedNamespace
 from hotset.errors import HotsetError
 
 __all__ = ["LeasedRecords", "ReadBack"]
@@ -139,7 +139,7 @@ class LeasedRecords:
 
     def __init__(
         self,
-        cache: RedisCache,
+        cache: SharedNamespace,
         keys: Sequence[str],
         *,
         ttl_s: float,

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hotset.cachestore.probe_board import ProbeBoard
 from hotset.cachestore.redis_store import RedisCache
+from hotset.coordination.probe_board import ProbeBoard
+from hotset.coordination.probe_link import ProbeLink
 from hotset.policies.quiver.placement import from_record
-from hotset.torch.probelink import ProbeLink
 
 
 class _Policy:

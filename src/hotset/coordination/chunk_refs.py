@@ -49,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hotset.cachestore.base import CacheKey, CacheStats
-from hotset.cachestore.redis_store import RedisCache
+from hotset.coordination.namespace import SharedCache
 from hotset.errors import HotsetError
 
 __all__ = ["ChunkRefs"]
@@ -85,7 +85,7 @@ class ChunkRefs:
 
     def __init__(
         self,
-        cache: RedisCache,
+        cache: SharedCache,
         groups: npt.NDArray[np.int64],
         *,
         force_after_s: float,
@@ -93,7 +93,7 @@ class ChunkRefs:
         ttl_s: float = 600.0,
         scope: str = "",
     ) -> None:
-        if not isinstance(cache, RedisCache):
+        if not isinstance(cache, SharedCache):
             raise HotsetError(
                 f"coordinated eviction needs a Redis namespace shared by the jobs, got {cache!r}"
             )
@@ -261,7 +261,7 @@ class ChunkRefs:
 
 
 def _reopen(
-    cache: RedisCache,
+    cache: SharedCache,
     groups: npt.NDArray[np.int64],
     force_after_s: float,
     job: str,
