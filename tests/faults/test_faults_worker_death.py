@@ -41,7 +41,7 @@ def _holder(loader: HotsetLoader, seconds: float) -> int:
     # seen once in a full run (not reproduced alone): say what the loader had done by then
     raise AssertionError(
         f"no worker took its write turn in {seconds} s; sequencer state "
-        f"{list(state)}, status {loader._status!r}, rows {loader.report()}"
+        f"{list(state)}, status {loader._cursor.status!r}, rows {loader.report()}"
     )
 
 

@@ -30,13 +30,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from hotset.engine.counters import Coverage
 from hotset.engine.planner import Planner
 from hotset.engine.state_ids import state_ids
 from hotset.errors import HotsetError
 from hotset.systems.base import System
+from hotset.torch.cursor import EpochCursor
 from hotset.torch.dataset import HotsetDataset
 from hotset.torch.options import LoaderOptions
 from hotset.torch.report import EpochStats
@@ -65,17 +65,10 @@ class Checkpoints:
     lag: int
     _planner: Planner
     _coverage: Coverage
-    _status: str
-    _next_epoch: int
-    _epoch_set: bool
-    _yielded: int
-    _updates: int
-    _outstanding: npt.NDArray[np.int32]
-    _pending_val: float | None
+    _cursor: EpochCursor
     _start_state: dict[str, Any] | None
     _history: list[EpochStats]
     _current: EpochStats | None
-    _resumed: bool
 
     if TYPE_CHECKING:  # the loader's epoch steps a restore takes
 
@@ -91,20 +84,22 @@ class Checkpoints:
 
     def _raw_state(self) -> dict[str, Any]:
         """The state before packing: numpy arrays where the state has arrays."""
-        running = self._status in ("running", "finished")
+        running = self._cursor.in_epoch
+        cursor = self._cursor.state()
+        # the order of the keys is the packed state's (its arrays are numbered in it)
         return {
             **self._identity(),
             "lag": self.lag,
-            "status": self._status,
+            "status": cursor["status"],
             "epoch": self._planner.epoch,
-            "next_epoch": self._next_epoch,
-            "epoch_set": self._epoch_set,
-            "yielded": self._yielded,
-            "updates": self._updates,
+            "next_epoch": cursor["next_epoch"],
+            "epoch_set": cursor["epoch_set"],
+            "yielded": cursor["yielded"],
+            "updates": cursor["updates"],
             "system_state": self._start_state if running else system_state(self.system),
             "feedback": self._feedback_columns() if running else None,
-            "outstanding": self._outstanding.copy() if running else None,
-            "pending_val": self._pending_val,
+            "outstanding": cursor["outstanding"],
+            "pending_val": cursor["pending_val"],
             "history": [s.state() for s in self._history],
             "coverage": self._coverage.state_dict(),
             "current": self._current.state() if self._current is not None else None,
@@ -137,7 +132,7 @@ class Checkpoints:
         return {
             "version": STATE_VERSION,
             "system": self.system.name,
-            "n": len(self._outstanding),
+            "n": self._cursor.n,
             "batch_size": self.batch_size,
             "seed": self.seed,
             "rank": self.rank,
@@ -147,7 +142,7 @@ class Checkpoints:
 
     def _rehearsal(self) -> Rehearsal:
         """Scratch parts like this loader's, to rehearse a state on (hotset.torch.restorecheck)."""
-        planner, n = self._planner, len(self._outstanding)
+        planner, n = self._planner, self._cursor.n
         return Rehearsal(
             fresh_system=system_like(self.system, self.options, n, self.data.layout),
             n=n,
@@ -196,11 +191,9 @@ class Checkpoints:
         self._history = [EpochStats.from_state(s) for s in state["history"]]
         self._coverage.load_state_dict(state["coverage"])
         self._current = None
-        self._next_epoch = int(state["next_epoch"])
-        self._epoch_set = bool(state["epoch_set"])
-        self._pending_val = state["pending_val"]
+        self._cursor.load_boundary(state)
         if state["status"] == "idle":
-            self._status = "idle"
+            self._cursor.status = "idle"
             self._planner.epoch = int(state["epoch"])
             self._start_state = None
         else:
@@ -211,22 +204,12 @@ class Checkpoints:
         """A state saved mid-epoch (or at its end): begin it again and replay it."""
         epoch = int(state["epoch"])
         self._begin_epoch(epoch)
-        self._epoch_set = bool(state["epoch_set"])
-        self._pending_val = state["pending_val"]
+        cursor = self._cursor
         feedback, applied_at = feedback_rows(
-            state["feedback"], self._planner.order, self.batch_size, len(self._outstanding)
+            state["feedback"], self._planner.order, self.batch_size, cursor.n
         )
-        yielded = int(state["yielded"])
-        if yielded > self._planner.n_batches:
-            raise HotsetError(
-                f"loader state: yielded={yielded} batches, but epoch {epoch} has "
-                f"{self._planner.n_batches}"
-            )
+        yielded = cursor.yielded_in(state, n_batches=self._planner.n_batches, epoch=epoch)
         self._planner.replay(yielded, feedback, applied_at)
-        self._yielded = yielded
-        self._updates = int(state.get("updates", len(feedback)))
-        self._outstanding[:] = np.asarray(state["outstanding"], dtype=np.int32)
+        cursor.load_epoch(state, yielded=yielded, updates=int(state.get("updates", len(feedback))))
         if state["current"] is not None:
             self._current = EpochStats.from_state(state["current"])
-        self._status = state["status"]
-        self._resumed = True

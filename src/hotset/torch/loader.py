@@ -88,6 +88,7 @@ from hotset.systems.base import System
 from hotset.torch.batches import shape_batch
 from hotset.torch.builder import LoaderParts, as_hotset_dataset, build
 from hotset.torch.checkpoint import STATE_VERSION, Checkpoints, load_system_state, system_state
+from hotset.torch.cursor import EpochCursor
 from hotset.torch.dataset import HotsetDataset
 from hotset.torch.dlkeywords import describe_dataloader_keywords
 from hotset.torch.fetch import BACKEND_ERRORS, BatchFetcher
@@ -194,21 +195,12 @@ class HotsetLoader(Checkpoints):
     def _init_epochs(self, n: int) -> None:
         """No epoch begun yet: the bookkeeping an epoch fills and a checkpoint saves."""
         self._coverage = Coverage(n)
-        self._status = "idle"  # idle | running | finished
-        self._next_epoch = 0
-        self._epoch_set = False
-        self._yielded = 0
-        #: seconds from the previous yield (or the epoch's first ask) to each batch's yield
-        self._batch_seconds: list[float] = []
-        #: update() calls this epoch (a learning system without any fails clearly)
-        self._updates = 0
-        self._outstanding = np.zeros(n, dtype=np.int32)
-        self._pending_val: float | None = None
+        #: where the loop is in its epochs (what a checkpoint saves of its position)
+        self._cursor = EpochCursor(n)
         self._start_state: dict[str, Any] | None = None
         self._history: list[EpochStats] = []
         self._current: EpochStats | None = None
         self._gen: Generator[Any, None, None] | None = None
-        self._resumed = False
         #: the ids of the batch the current iterator yielded last (see last_ids)
         self._last_ids: Any = None
 
@@ -220,8 +212,7 @@ class HotsetLoader(Checkpoints):
         after ``iter(loader)`` as long as it comes before that batch (Lightning
         makes the epoch's iterator before its epoch-start hooks run).
         """
-        self._next_epoch = check_epoch("epoch", epoch)
-        self._epoch_set = True
+        self._cursor.name_next(check_epoch("epoch", epoch))
 
     def __len__(self) -> int:
         """Batches the current epoch yields, or the next one will, on this rank.
@@ -232,7 +223,8 @@ class HotsetLoader(Checkpoints):
         drops the remainder; a recorded trace has its own length per epoch. The
         last partial batch counts unless ``drop_last``.
         """
-        if self._status == "running":
+        cursor = self._cursor
+        if cursor.status == "running":
             return self._planner.n_batches
         from hotset.samplers.pads import PADSSampler
         from hotset.samplers.shard import shard_len
@@ -242,8 +234,8 @@ class HotsetLoader(Checkpoints):
         n = len(self.data.manifest)
         # "finished" closes at the next epoch's first batch, which runs set_epoch's or the next
         epoch = (
-            self._next_epoch
-            if self._status == "idle" or self._epoch_set
+            cursor.next_epoch
+            if cursor.status == "idle" or cursor.epoch_set
             else self._planner.epoch + 1
         )
         if isinstance(sampler, TraceSampler) and 0 <= epoch < len(sampler.epochs):
@@ -275,17 +267,18 @@ class HotsetLoader(Checkpoints):
 
         A resumed epoch goes on instead, unless ``set_epoch`` named another one.
         """
-        if self._resumed and self._status in ("running", "finished"):
-            self._resumed = False
-            moved_on = self._epoch_set and self._next_epoch != self._planner.epoch
-            if self._status == "finished" or moved_on:
+        cursor = self._cursor
+        if cursor.resumed and cursor.in_epoch:
+            cursor.resumed = False
+            moved_on = cursor.epoch_set and cursor.next_epoch != self._planner.epoch
+            if cursor.status == "finished" or moved_on:
                 self._close_epoch()
-        elif self._status in ("running", "finished"):
+        elif cursor.in_epoch:
             self._close_epoch()
-        if self._status == "idle":
+        if cursor.status == "idle":
             # the board's placement, before the start state (a resumed epoch has its own)
-            self._coordination.before_epoch(self._next_epoch)
-            self._begin_epoch(self._next_epoch)
+            self._coordination.before_epoch(cursor.next_epoch)
+            self._begin_epoch(cursor.next_epoch)
         self._abandon_unwritten(clear=False)
 
     @property
@@ -310,7 +303,7 @@ class HotsetLoader(Checkpoints):
     def update(self, ids: Any, losses: Any) -> None:
         """Per-sample losses of a batch, keyed by the ids the loader yielded with it
         (``loader.last_ids`` with ``batch="xy"``)."""
-        if self._status == "idle":
+        if self._cursor.status == "idle":
             raise HotsetError("update: no epoch in progress; iterate the loader first")
         if getattr(losses, "ndim", None) == 0 or isinstance(losses, int | float):
             raise HotsetError(
@@ -320,22 +313,8 @@ class HotsetLoader(Checkpoints):
             )
         id_arr = as_ids(ids, what="update ids")
         loss_arr = as_values(losses, len(id_arr), id_arr, what="update losses")
-        n = len(self._outstanding)
-        bad = (id_arr < 0) | (id_arr >= n)
-        if bad.any():
-            sid = int(id_arr[int(np.argmax(bad))])
-            raise HotsetError(f"update: sample id {sid} is not in the dataset (ids 0..{n - 1})")
-        uniq, need = np.unique(id_arr, return_counts=True)
-        short = need > self._outstanding[uniq]
-        if short.any():
-            sid = int(uniq[int(np.argmax(short))])
-            raise HotsetError(
-                f"update: sample id {sid} was not yielded by this loader in epoch "
-                f"{self._planner.epoch} (or its loss was already given)"
-            )
-        self._outstanding[uniq] -= need.astype(np.int32)
-        self._updates += 1
-        self._planner.give(self._yielded - 1, id_arr.copy(), loss_arr.copy())
+        self._cursor.answer(id_arr, self._planner.epoch)
+        self._planner.give(self._cursor.yielded - 1, id_arr.copy(), loss_arr.copy())
 
     def record_validation(self, accuracy: float) -> None:
         """Validation accuracy of the epoch just iterated (samplers may switch modes on it)."""
@@ -343,9 +322,9 @@ class HotsetLoader(Checkpoints):
             raise HotsetError(f"accuracy must be a number, got {accuracy!r}")
         if not math.isfinite(accuracy):
             raise HotsetError(f"accuracy must be finite, got {accuracy!r}")
-        if self._status == "idle":
+        if self._cursor.status == "idle":
             raise HotsetError("record_validation: no epoch to attach it to")
-        self._pending_val = float(accuracy)
+        self._cursor.pending_val = float(accuracy)
 
     def summary(self) -> str:
         """The report as a table to print: the system as a spec with every option it was
@@ -450,7 +429,7 @@ class HotsetLoader(Checkpoints):
         without the cache with the next ones (``quiver[probe=N]``;
         :func:`hotset.policies.quiver.placement.probe_result`).
         """
-        return list(self._batch_seconds)
+        return list(self._cursor.batch_seconds)
 
     def bind_ranks(self, rank: int, world_size: int) -> None:
         """Rebuild the loader for ``rank`` of ``world_size`` ranks, before its first epoch.
@@ -473,7 +452,7 @@ class HotsetLoader(Checkpoints):
             )
         if (rank, world_size) == (self.rank, self.world_size):
             return
-        if self._status != "idle" or self._history or self._resumed:
+        if self._cursor.status != "idle" or self._history or self._cursor.resumed:
             raise HotsetError(
                 f"bind_ranks: the loader has already run epochs as rank {self.rank} of "
                 f"{self.world_size}; build it before training, or with rank={rank}, "
@@ -546,18 +525,13 @@ class HotsetLoader(Checkpoints):
         # after the evaluation: a resumed epoch restores its losses and draws the same order
         self._start_state = system_state(self.system)
         self._planner.begin(epoch, rank=self.rank, world_size=self.world_size)
-        self._status = "running"
-        self._yielded = 0
-        self._batch_seconds = []
-        self._updates = 0
-        self._outstanding[:] = 0
-        self._pending_val = None
+        self._cursor.begin()
         self._current = EpochStats(epoch)
         self._current.order = str(getattr(self.system.sampler, "last_mode", ""))
-        self._epoch_set = False
 
     def _close_epoch(self) -> None:
-        if self._updates == 0 and self._yielded and self.system.capabilities.learns:
+        cursor = self._cursor
+        if cursor.updates == 0 and cursor.yielded and self.system.capabilities.learns:
             # Without this the system fails later, on its own terms (a NaN training loss).
             raise HotsetError(
                 f"system {self.system.name!r} learns from per-sample losses, but epoch "
@@ -569,15 +543,12 @@ class HotsetLoader(Checkpoints):
         self._finish_epoch()
         # §III-D: the jobs' benefit and RIV, at the boundary; timed from the epoch's
         # first batch, or not at all (resumed mid-epoch)
-        whole = len(self._batch_seconds) == self._yielded
-        self._coordination.epoch_closed(self._batch_seconds if whole else [])
+        self._coordination.epoch_closed(cursor.timed_whole())
         if self._current is not None:
             self._current.coverage = self._coverage.close_epoch()
             self._history.append(self._current)
             self._current = None
-        self._status = "idle"
-        if not self._epoch_set:
-            self._next_epoch = self._planner.epoch + 1
+        cursor.close(self._planner.epoch)
 
     def _finish_epoch(self) -> None:
         """Close the epoch in the system; under DDP with a learning system every rank's
@@ -596,7 +567,7 @@ class HotsetLoader(Checkpoints):
                     val_accuracy=val,
                 )
 
-        planner.finish(val_accuracy=self._pending_val, share=share)
+        planner.finish(val_accuracy=self._cursor.pending_val, share=share)
 
     def _stop_iteration(self, *, keep_unstarted: bool = True) -> None:
         """Stop the current iterator (its DataLoader iterator and read-ahead).
@@ -708,15 +679,16 @@ class HotsetLoader(Checkpoints):
                 if len(served) == 0:
                     continue  # on_error="skip" left nothing of it: no empty batch to train on
                 now = time.perf_counter()
-                self._batch_seconds.append(now - last_yield)
+                cursor = self._cursor
+                cursor.batch_seconds.append(now - last_yield)
                 last_yield = now
-                if self._yielded == len(self._batch_seconds):  # not in a resumed epoch
-                    self._coordination.batch_done(self._batch_seconds)
+                if cursor.yielded == len(cursor.batch_seconds):  # not in a resumed epoch
+                    self._coordination.batch_done(cursor.batch_seconds)
                 self._last_ids = ids
                 yield shape_batch(shape, x, y, ids, w)
             stats.wall_seconds = time.perf_counter() - wall_start
             stats.finished = True
-            self._status = "finished"
+            self._cursor.status = "finished"
         finally:
             self._readahead.stop()
             self._prefetcher.stop()
@@ -801,7 +773,7 @@ class HotsetLoader(Checkpoints):
 
         return tqdm(
             total=self._planner.n_batches,
-            initial=self._yielded,
+            initial=self._cursor.yielded,
             desc=f"{self.system.name} epoch {self._planner.epoch}",
             unit="batch",
             file=sys.stderr,
@@ -811,7 +783,7 @@ class HotsetLoader(Checkpoints):
         """The next fetched batch, None at the epoch's end; a fetch's error raised as it is,
         a dead worker as a HotsetError naming it (:mod:`hotset.torch.workerdeath`)."""
         watch = self._watch
-        if watch.noticed is not None and self._yielded < self._planner.n_batches:
+        if watch.noticed is not None and self._cursor.yielded < self._planner.n_batches:
             self._worker_lost(", ".join(watch.dead()) or str(watch.noticed), watch.noticed)
         try:
             with watch.waiting():
@@ -876,9 +848,8 @@ class HotsetLoader(Checkpoints):
         if info["skipped"]:
             self._note_skipped(info["skipped_errors"])
         stats.absorb(self._readahead.counts, self._prefetcher.counts)
-        np.add.at(self._outstanding, served, 1)
         self._coverage.add(served[weights > 0])
-        self._yielded += 1
+        self._cursor.served(served)
         self._planner.confirm(self._sequencer.written_upto)
         return served
 
