@@ -62,6 +62,11 @@ class Segment:
         buf = shm.buf
         assert buf is not None  # typeshed: None only after close()
         self.buf: memoryview = buf
+        #: the bytes mapped. Not ``shm.size``: attaching, SharedMemory reads the size
+        #: (fstat) and then maps; a creator that sizes the segment in between leaves
+        #: ``shm.size`` 0 while mmap maps the whole, now sized, file (a rank joining a
+        #: node's cache failed as "truncated: 0 bytes" that way)
+        self.size = len(buf)
         header = np.ndarray((layout.HEADER_BYTES // 8,), dtype=np.uint64, buffer=buf)
         self.header: U64Array = header
         self.closed = False
@@ -80,9 +85,9 @@ class Segment:
         self.slot_base = layout.HEADER_BYTES
         free_base = layout.HEADER_BYTES + layout.SLOT_BYTES * n_slots
         self.arena_base = layout.arena_base(n_slots, free_cap)
-        if self.shm.size < self.arena_base + arena_size:
+        if self.size < self.arena_base + arena_size:
             raise HotsetError(
-                f"shared-memory cache {self.name!r} is truncated: {self.shm.size} bytes, "
+                f"shared-memory cache {self.name!r} is truncated: {self.size} bytes, "
                 f"layout needs {self.arena_base + arena_size}"
             )
         buf = self.buf
@@ -95,7 +100,7 @@ class Segment:
         members_at = int(self.header[layout.H_MEMBERS])
         n_members = int(self.header[layout.H_MEMBERS_CAP])
         if members_at:
-            if self.shm.size < members_at + layout.members_bytes(n_members):
+            if self.size < members_at + layout.members_bytes(n_members):
                 raise HotsetError(f"shared-memory cache {self.name!r} is truncated (members)")
             self.members: U64Array = np.ndarray((n_members, 3), np.uint64, buf, members_at)
             self.node = True
