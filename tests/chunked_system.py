@@ -40,12 +40,12 @@ def registered() -> Iterator[None]:
     """These systems exist inside the block, and only there (the registry is global)."""
     from hotset.systems import registry
 
-    before = list(registry._MODULES)
+    before = registry.MODULES.snapshot()
     registry.register_module(MODULE)
     try:
         yield
     finally:
-        registry._MODULES[:] = before
+        registry.MODULES.restore(before)
 
 
 class ChunkLRU(Policy):

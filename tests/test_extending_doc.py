@@ -36,16 +36,15 @@ def mru_module() -> Iterator[types.ModuleType]:
     from hotset.policies import registry as policies
     from hotset.systems import registry as systems
 
-    modules, known = list(systems._MODULES), dict(policies._POLICIES)
+    modules, known = systems.MODULES.snapshot(), policies.POLICIES.snapshot()
     module = types.ModuleType(MODULE)
     sys.modules[MODULE] = module
     try:
         exec(compile(example_blocks()[0], f"{PAGE}[system]", "exec"), module.__dict__)
         yield module
     finally:
-        systems._MODULES[:] = modules
-        policies._POLICIES.clear()
-        policies._POLICIES.update(known)
+        systems.MODULES.restore(modules)
+        policies.POLICIES.restore(known)
         del sys.modules[MODULE]
 
 

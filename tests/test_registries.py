@@ -32,9 +32,9 @@ SRC = ROOT / "src"
 
 #: registry -> (the module holding its table, the table's name, the function adding to it)
 REGISTRIES: dict[str, tuple[str, str, str]] = {
-    "policies": ("hotset/policies/registry.py", "_POLICIES", "register_policy"),
-    "storage schemes": ("hotset/storage/registry.py", "_FACTORIES", "register_scheme"),
-    "system modules": ("hotset/systems/registry.py", "_MODULES", "register_module"),
+    "policies": ("hotset/policies/registry.py", "_BUILT_IN", "register_policy"),
+    "storage schemes": ("hotset/storage/registry.py", "STORES", "register_scheme"),
+    "system modules": ("hotset/systems/registry.py", "_BUILT_IN", "register_module"),
 }
 
 
@@ -96,7 +96,7 @@ def systems_defined_twice() -> list[str]:
     from hotset.systems import registry
 
     where: dict[str, list[str]] = {}
-    for module_name in registry._MODULES:
+    for module_name in registry.MODULES.names():
         for spec in getattr(importlib.import_module(module_name), "SPECS", []):
             where.setdefault(spec.name, []).append(module_name)
     return [
@@ -136,10 +136,10 @@ def test_a_policy_name_registered_again_for_another_class_is_refused() -> None:
 def test_a_duplicate_in_a_table_or_a_register_call_is_named(tmp_path: Path) -> None:
     files = {
         "hotset/policies/registry.py": (
-            '_POLICIES: dict[str, str] = {\n    "lru": "a:LRU",\n    "lru": "b:LRU",\n}\n'
+            '_BUILT_IN: dict[str, str] = {\n    "lru": "a:LRU",\n    "lru": "b:LRU",\n}\n'
         ),
         "hotset/storage/registry.py": '_FACTORIES = {}\nregister_scheme("s3", f)\n',
-        "hotset/systems/registry.py": '_MODULES = ["hotset.systems.baselines"]\n',
+        "hotset/systems/registry.py": '_BUILT_IN = ["hotset.systems.baselines"]\n',
         "hotset/plugin.py": (
             "import hotset.storage.registry as r\n"
             'r.register_scheme("s3", g)\nregister_module("hotset.systems.extra")\n'

@@ -251,12 +251,12 @@ def feedback_belady() -> Iterator[str]:
     module = types.ModuleType("hotset_test_live_systems")
     module.SPECS = [SystemSpec("fb_belady", "test", "test", build)]  # type: ignore[attr-defined]
     sys.modules[module.__name__] = module
-    before = list(registry._MODULES)
+    before = registry.MODULES.snapshot()
     registry.register_module(module.__name__)
     try:
         yield "fb_belady"
     finally:
-        registry._MODULES[:] = before
+        registry.MODULES.restore(before)
         del sys.modules[module.__name__]
 
 

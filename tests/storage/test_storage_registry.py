@@ -83,7 +83,7 @@ def test_registered_scheme_wins(tmp_path: Path) -> None:
     finally:
         from hotset.storage import registry
 
-        registry._FACTORIES.pop("hotsettest")
+        registry.STORES.unregister("hotsettest")
 
 
 def test_a_scheme_is_not_taken_from_its_factory_without_replace(tmp_path: Path) -> None:
@@ -99,16 +99,17 @@ def test_a_scheme_is_not_taken_from_its_factory_without_replace(tmp_path: Path) 
     try:
         register_scheme("hotsetdup", mine)  # the same factory again: nothing changes
         with pytest.raises(
-            HotsetError, match=r"scheme 'hotsetdup' already opens with .*mine.*replace=True"
+            HotsetError,
+            match=r"URL scheme 'hotsetdup' is already registered as .*mine; pass replace=True",
         ):
             register_scheme("hotsetdup", other)
         assert isinstance(open_store("hotsetdup://x"), LocalStore)  # still the first
         with pytest.raises(HotsetError, match="replace must be True or False, got 'yes'"):
             register_scheme("hotsetdup", other, replace="yes")  # type: ignore[arg-type]
         register_scheme("hotsetdup", other, replace=True)
-        assert registry._FACTORIES["hotsetdup"] is other
+        assert registry.STORES.get("hotsetdup") is other
     finally:
-        registry._FACTORIES.pop("hotsetdup")
+        registry.STORES.unregister("hotsetdup")
 
 
 def test_register_scheme_rejects_urls() -> None:

@@ -94,11 +94,11 @@ def fake_module() -> Iterator[types.ModuleType]:
     module = types.ModuleType("hotset_test_fake_systems")
     module.SPECS = [_fake_spec("fake_one")]  # type: ignore[attr-defined]
     sys.modules[module.__name__] = module
-    before = list(registry._MODULES)
+    before = registry.MODULES.snapshot()
     try:
         yield module
     finally:
-        registry._MODULES[:] = before
+        registry.MODULES.restore(before)
         del sys.modules[module.__name__]
 
 
@@ -117,13 +117,13 @@ def test_a_name_defined_twice_is_an_error(fake_module: types.ModuleType) -> None
 
 
 def test_a_listed_module_that_does_not_exist_is_an_error() -> None:
-    before = list(registry._MODULES)
+    before = registry.MODULES.snapshot()
     try:
         register_module("hotset.systems.not_written_yet")
         with pytest.raises(ModuleNotFoundError, match="not_written_yet"):
             system_names()
     finally:
-        registry._MODULES[:] = before
+        registry.MODULES.restore(before)
 
 
 def test_system_specs_carry_options() -> None:

@@ -1,16 +1,20 @@
-"""Policy names -> classes, imported lazily so a name costs nothing until used."""
+"""Policy names -> classes, imported lazily so a name costs nothing until used.
+
+One :class:`~hotset.registry.Registry` (the type stores and systems register in too):
+each built-in policy is registered as ``"module:Class"`` text, imported when its name
+is first built.
+"""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from hotset.engine.budget import Budget
 from hotset.engine.policy import Policy
-from hotset.errors import HotsetError
+from hotset.registry import Registry
 
-# name -> "module:Class"
-_POLICIES: dict[str, str] = {
+#: the built-in policies, name -> "module:Class"
+_BUILT_IN: dict[str, str] = {
     "nocache": "hotset.policies.nocache:NoCache",
     "fifo": "hotset.policies.fifo:FIFO",
     "lru": "hotset.policies.lru:LRU",
@@ -27,32 +31,30 @@ _POLICIES: dict[str, str] = {
     "emul_quiv": "hotset.policies.shade_variants:SubstituteFromCache",
 }
 
+#: name -> policy class (the built-ins given as "module:Class", imported at first use)
+POLICIES: Registry[type[Policy]] = Registry(
+    "policy", check=lambda cls: isinstance(cls, type) and issubclass(cls, Policy)
+)
+for _name, _target in _BUILT_IN.items():
+    POLICIES.register(_name, _target)
 
-def register_policy(name: str, target: str) -> None:
-    """Register ``name`` as ``"module:Class"`` (later systems add theirs).
 
-    Idempotent for the same target; a name already registered to another class is
-    refused, as the systems registry refuses a system defined twice: silently
-    replacing ``lru`` would change every system built on it.
+def register_policy(name: str, target: str | type[Policy], *, replace: bool = False) -> None:
+    """Register ``name`` as ``"module:Class"`` (or the class itself).
+
+    Idempotent for the same target; a name already registered to another class needs
+    ``replace=True``, as a store scheme does: silently replacing ``lru`` would change
+    every system built on it.
     """
-    known = _POLICIES.get(name)
-    if known is not None and known != target:
-        raise HotsetError(f"policy {name!r} is already registered as {known}; not as {target}")
-    _POLICIES[name] = target
+    POLICIES.register(name, target, replace=replace)
 
 
 def policy_names() -> list[str]:
-    return sorted(_POLICIES)
+    return sorted(POLICIES.names())
 
 
 def policy_class(name: str) -> type[Policy]:
-    target = _POLICIES.get(name)
-    if target is None:
-        raise HotsetError(f"unknown policy {name!r}; choose from {', '.join(policy_names())}")
-    module_name, _, attr = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), attr)
-    assert isinstance(cls, type) and issubclass(cls, Policy)
-    return cls
+    return POLICIES.get(name)
 
 
 def make_policy(name: str, budget: Budget, **options: Any) -> Policy:

@@ -17,11 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 from hotset.errors import HotsetError
+from hotset.registry import Registry
 from hotset.storage.base import Store
 
 StoreFactory = Callable[..., Store]
 
-_FACTORIES: dict[str, StoreFactory] = {}
+#: URL scheme -> ``factory(url, **options)`` (:class:`~hotset.registry.Registry`)
+STORES: Registry[StoreFactory] = Registry("URL scheme", check=callable)
 
 
 def register_scheme(scheme: str, factory: StoreFactory, *, replace: bool = False) -> None:
@@ -31,21 +33,9 @@ def register_scheme(scheme: str, factory: StoreFactory, *, replace: bool = False
     has one needs ``replace=True``: a plug-in that silently took ``s3`` from the
     built-in store would change every job's reads without a word.
     """
-    if not scheme or "://" in scheme or "::" in scheme:
+    if not isinstance(scheme, str) or not scheme or "://" in scheme or "::" in scheme:
         raise HotsetError(f"bad URL scheme {scheme!r}: give the bare name, e.g. 's3'")
-    if not isinstance(replace, bool):
-        raise HotsetError(f"register_scheme: replace must be True or False, got {replace!r}")
-    known = _FACTORIES.get(scheme)
-    if known is not None and known is not factory and not replace:
-        raise HotsetError(
-            f"scheme {scheme!r} already opens with {_name(known)}; pass replace=True to "
-            f"open it with {_name(factory)} instead"
-        )
-    _FACTORIES[scheme] = factory
-
-
-def _name(factory: StoreFactory) -> str:
-    return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', factory)}"
+    STORES.register(scheme, factory, replace=replace)
 
 
 def _fsspec_protocols() -> set[str]:
@@ -56,7 +46,7 @@ def _fsspec_protocols() -> set[str]:
 
 def known_schemes() -> list[str]:
     """Every scheme :func:`open_store` accepts, sorted."""
-    return sorted(set(_FACTORIES) | _fsspec_protocols())
+    return sorted(set(STORES.names()) | _fsspec_protocols())
 
 
 def split_scheme(url: str) -> tuple[str, str]:
@@ -139,7 +129,8 @@ def open_store(url_or_path: str | os.PathLike[str], **options: Any) -> Store:
     links = scheme.split("::")
     fsspec_known = _fsspec_protocols()
     for link in links:
-        if link not in _FACTORIES and link not in fsspec_known:
+        if link not in STORES and link not in fsspec_known:
             known = ", ".join(known_schemes())
             raise HotsetError(f"unknown URL scheme {link!r} in {url!r}; known: {known}")
-    return _FACTORIES.get(scheme, _open_fsspec)(url, **options)
+    factory = STORES.get(scheme) if scheme in STORES else _open_fsspec
+    return factory(url, **options)

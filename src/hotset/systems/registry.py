@@ -3,7 +3,8 @@
 Each system module exposes ``SPECS: list[SystemSpec]``. The registry imports a
 module only when a name is asked for (or all names are listed), so importing
 hotset costs nothing until a system is built. A new paper is one module added
-to :data:`_MODULES` (or registered with :func:`register_module`).
+to :data:`_BUILT_IN` (or registered with :func:`register_module`); the modules are one
+:class:`~hotset.registry.Registry` (:data:`MODULES`), the type stores and policies use.
 
 Only modules that exist are listed: a missing or broken module raises rather
 than silently shrinking the list of systems a user can choose from.
@@ -15,20 +16,21 @@ parser of the grammar, which every entry point that takes a system goes through.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Iterable, Mapping
+from types import ModuleType
 from typing import Any
 
 from hotset.engine.budget import Budget
 from hotset.engine.capabilities import Capabilities
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError, did_you_mean
+from hotset.registry import Registry
 from hotset.systems.base import System, SystemSpec
 from hotset.systems.options import SystemOption, format_value, parse_loose
 
-#: modules searched for ``SPECS``, in listing order
-_MODULES: list[str] = [
+#: the built-in modules searched for ``SPECS``, in listing order
+_BUILT_IN: list[str] = [
     "hotset.systems.baselines",
     "hotset.systems.ilfu",
     "hotset.systems.cis",
@@ -42,18 +44,25 @@ _MODULES: list[str] = [
 ]
 
 
+#: module name -> the module (imported when a system is first asked for), in listing order
+MODULES: Registry[ModuleType] = Registry(
+    "system module", check=lambda module: isinstance(module, ModuleType)
+)
+for _module in _BUILT_IN:
+    MODULES.register(_module, _module)
+
+
 def register_module(module: str) -> None:
     """Add a module holding ``SPECS`` (idempotent)."""
-    if module not in _MODULES:
-        _MODULES.append(module)
+    MODULES.register(module, module)
 
 
 def _load() -> tuple[dict[str, SystemSpec], dict[str, tuple[SystemOption, ...]]]:
     """Every spec by name, and the options of every system whose module declares them."""
     specs: dict[str, SystemSpec] = {}
     declared: dict[str, tuple[SystemOption, ...]] = {}
-    for module_name in _MODULES:
-        module = importlib.import_module(module_name)
+    for module_name in MODULES.names():
+        module = MODULES.get(module_name)
         mine = set()
         for spec in getattr(module, "SPECS", []):
             if not isinstance(spec, SystemSpec):
