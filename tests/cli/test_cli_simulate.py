@@ -356,3 +356,27 @@ def test_a_bad_system_spec_is_named_before_any_work(
     # the dataset does not exist: the spec is refused before anything is opened
     err = _fails(capsys, "--system", system, *extra, "--dataset", "nowhere", "--cache-frac", "0.2")
     assert message in err
+
+
+def test_the_options_generated_from_the_dataclass_are_the_command_line_of_old() -> None:
+    # SimulateOptions declares most options; the rest keep their decorators. Together
+    # they are the command line other tools rely on (DESIGN.md): names, defaults, types.
+    from hotset.cli.simulate import simulate
+
+    params = {p.name: p for p in simulate.params}
+    flags = {opt for p in simulate.params for opt in (*p.opts, *p.secondary_opts)}
+    assert flags == {
+        "--trace", "--sampler", "--system", "--policy", "--cache-items", "--cache-frac",
+        "--sizes", "--n", "--epochs", "--seed", "--write-trace", "--plot", "--verbose", "-v",
+        "--dataset", "--model", "--batch-size", "--lr", "--val-frac", "--store", "--latency-ms",
+        "--bandwidth-mb-s", "--concurrency", "--compute-ms-per-batch", "--nodes", "--scope",
+        "--sample-bytes", "--net-latency-ms", "--net-gb-s", "--option", "--out", "--progress",
+        "--no-progress", "--json",
+    }  # fmt: skip
+    defaults = {
+        "seed": 0, "model": "auto", "batch_size": 128, "lr": 0.05, "val_frac": 0.1,
+        "compute_ms_per_batch": 0.0, "scope": "private,pooled", "net_latency_ms": 0.1,
+        "net_gb_s": 1.25, "progress": False, "epochs": None, "n": None, "cache_frac": None,
+    }  # fmt: skip
+    assert {name: params[name].default for name in defaults} == defaults
+    assert params["trace_path"].opts == ["--trace"] and params["sizes_path"].opts == ["--sizes"]

@@ -18,7 +18,7 @@ import pytest
 import hotset
 from hotset.data import Manifest
 from hotset.engine.counters import COUNTER_KEYS, COVERAGE_KEYS
-from hotset.sim.live import run_live
+from hotset.sim.live import LiveOptions, run_live
 from hotset.sim.trace import simulate_epochs
 from hotset.storage.local import LocalStore
 
@@ -27,15 +27,17 @@ FRAC, EPOCHS, BATCH, SEED = 0.3, 3, 16, 4
 
 def _live(packed_dir: Path, system: str) -> dict[str, Any]:
     return run_live(
-        system=system,
-        dataset=str(packed_dir),
-        cache_frac=FRAC,
-        epochs=EPOCHS,
-        seed=SEED,
-        batch_size=BATCH,
-        val_frac=0.0,  # the loader sees the whole dataset: so does the simulator
-        train=False,
-        record_accesses=True,
+        LiveOptions(
+            system=system,
+            dataset=str(packed_dir),
+            cache_frac=FRAC,
+            epochs=EPOCHS,
+            seed=SEED,
+            batch_size=BATCH,
+            val_frac=0.0,  # the loader sees the whole dataset: so does the simulator
+            train=False,
+            record_accesses=True,
+        )
     )
 
 

@@ -17,7 +17,7 @@ from hotset.importance.rank_variance import RankTracker
 from hotset.samplers import EpochContext
 from hotset.samplers.impact import ImpactSampler
 from hotset.samplers.rho import IrreducibleLosses, rho_keep_mask
-from hotset.sim.live import run_live
+from hotset.sim.live import LiveOptions, run_live
 from hotset.systems.registry import build_system
 from layout_support import make_layout
 
@@ -146,10 +146,10 @@ def test_the_simulator_trains_held_out_models_and_charges_them(tmp_path: Path) -
     out = tmp_path / "syn"
     make_synth(out, SynthConfig(n=300, image_size=8, classes=3, channels=1, seed=0), workers=1)
     kw = {"dataset": str(out), "cache_frac": 0.3, "epochs": 4, "seed": 1}
-    result = run_live(system="impact_history[sampler=rho,max_warm_up=2]", **kw)
+    result = run_live(LiveOptions(system="impact_history[sampler=rho,max_warm_up=2]", **kw))
     setup = result["setup"]
     n_train = result["n_train"]
     assert setup["irreducible_reads"] == n_train and setup["modeled_seconds"] > 0
     last = result["epochs"][-1]
     assert last["requests"] < n_train / 2  # selection: about a tenth, plus the coverage guard
-    assert run_live(system="impact_history", **kw)["setup"] is None
+    assert run_live(LiveOptions(system="impact_history", **kw))["setup"] is None

@@ -10,7 +10,7 @@ import torch
 
 from hotset.data.synth import SynthConfig, make_synth
 from hotset.errors import HotsetError
-from hotset.sim.live import run_live
+from hotset.sim.live import LiveOptions, run_live
 from hotset.sim.models import make_model
 
 
@@ -23,9 +23,9 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_measured_compute_replaces_the_modeled_compute(dataset: Path) -> None:
     kw = {"system": "pytorch", "dataset": str(dataset), "cache_frac": 0.2, "epochs": 1}
-    modeled = run_live(seed=0, compute_ms_per_batch=1000.0, batch_size=16, **kw)
+    modeled = run_live(LiveOptions(seed=0, compute_ms_per_batch=1000.0, batch_size=16, **kw))
     measured = run_live(
-        seed=0, compute_ms_per_batch=1000.0, batch_size=16, measure_compute=True, **kw
+        LiveOptions(seed=0, compute_ms_per_batch=1000.0, batch_size=16, measure_compute=True, **kw)
     )
     steps = -(-modeled["n_train"] // 16)
     row_m, row_x = modeled["epochs"][0], measured["epochs"][0]
@@ -40,10 +40,10 @@ def test_measured_compute_replaces_the_modeled_compute(dataset: Path) -> None:
 def test_a_device_this_machine_lacks_is_named(dataset: Path) -> None:
     kw = {"system": "pytorch", "dataset": str(dataset), "cache_frac": 0.2, "epochs": 1}
     with pytest.raises(HotsetError, match=r"device 'nope' is not a torch device name"):
-        run_live(seed=0, device="nope", **kw)
+        run_live(LiveOptions(seed=0, device="nope", **kw))
     if not torch.cuda.is_available():
         with pytest.raises(HotsetError, match=r"device 'cuda': this machine has no CUDA device"):
-            run_live(seed=0, device="cuda", **kw)
+            run_live(LiveOptions(seed=0, device="cuda", **kw))
 
 
 def test_resnet18_is_the_cifar_shape() -> None:

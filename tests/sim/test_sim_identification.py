@@ -11,7 +11,7 @@ import pytest
 
 from hotset.data.synth import SynthConfig, make_synth
 from hotset.sim.identification import TOP_SHARE, top_precision
-from hotset.sim.live import run_live
+from hotset.sim.live import LiveOptions, run_live
 
 
 def test_the_paper_looks_at_the_top_one_percent() -> None:
@@ -49,14 +49,16 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(dataset: Path, system: str = "impact", **kw: Any) -> dict[str, Any]:
     return run_live(
-        system=system,
-        options={"window": 64, "max_warm_up": 3},
-        dataset=str(dataset),
-        cache_frac=0.3,
-        epochs=7,
-        seed=0,
-        batch_size=64,
-        **kw,
+        LiveOptions(
+            system=system,
+            options={"window": 64, "max_warm_up": 3},
+            dataset=str(dataset),
+            cache_frac=0.3,
+            epochs=7,
+            seed=0,
+            batch_size=64,
+            **kw,
+        )
     )
 
 

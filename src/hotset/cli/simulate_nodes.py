@@ -16,7 +16,12 @@ import click
 import numpy as np
 
 from hotset.cli.simulate_common import echo_records, emit_json, floats, split_list
+from hotset.cli.simulate_options import SimulateOptions
 from hotset.errors import HotsetError
+from hotset.storage.presets import StoreModel
+
+#: epochs when ``--epochs`` is not given: the first fills the caches, the later ones reuse
+_NODES_DEFAULT_EPOCHS = 3
 
 #: the per-epoch columns of the default table (``-v`` prints every field of an epoch,
 #: ``--json`` the whole result)
@@ -33,36 +38,42 @@ COLUMNS = (
 
 
 def run_nodes_from_options(
-    *,
-    nodes: int,
-    scope: str,
-    dataset: Path | None,
-    sizes_path: Path | None,
-    n: int | None,
-    sample_bytes: int | None,
-    cache_frac: str | None,
-    policy: str | None,
-    cache_items: str | None,
-    **rest: Any,
+    opts: SimulateOptions, *, system: str, options: dict[str, Any], store: StoreModel
 ) -> None:
-    """Check what only the node model takes (from ``hotset simulate``'s raw options),
-    then run it."""
-    if policy is not None or cache_items is not None:
+    """Check what only the node model takes (from ``hotset simulate``'s options), then
+    run ``system`` (its ``options`` resolved) behind the modeled ``store``."""
+    if opts.policy is not None or opts.cache_items is not None:
         raise click.UsageError("--nodes takes --cache-frac; its policy comes with the system")
-    fracs = floats(cache_frac, "--cache-frac") or []
+    fracs = floats(opts.cache_frac, "--cache-frac") or []
     if len(fracs) != 1:
         raise click.UsageError("--nodes needs a single --cache-frac value (per node)")
     sizes, layout = node_sizes(
-        dataset=dataset, sizes_path=sizes_path, n=n, sample_bytes=sample_bytes
+        dataset=opts.dataset, sizes_path=opts.sizes_path, n=opts.n, sample_bytes=opts.sample_bytes
     )
+    assert opts.nodes is not None  # the command picked this mode by it
     run_nodes_cli(
-        nodes=nodes,
-        scopes=split_list(scope, "--scope"),
+        opts,
+        system=system,
+        options=options,
+        scopes=split_list(opts.scope, "--scope"),
         sizes=sizes,
         layout=layout,
         cache_frac=fracs[0],
-        **rest,
+        costs=_costs(opts, store),
     )
+
+
+def _costs(opts: SimulateOptions, store: StoreModel) -> dict[str, Any]:
+    """The node model's costs (:class:`hotset.sim.nodes.Costs`' fields): the store's
+    link, the network's and the modeled compute."""
+    return {
+        "storage_latency_ms": store.latency_ms,
+        "storage_mb_s": store.bandwidth_mb_s,
+        "storage_concurrency": store.max_concurrency,
+        "net_latency_ms": opts.net_latency_ms,
+        "net_gb_s": opts.net_gb_s,
+        "compute_ms_per_batch": opts.compute_ms_per_batch,
+    }
 
 
 def node_sizes(
@@ -101,50 +112,45 @@ def node_sizes(
 
 
 def run_nodes_cli(
+    opts: SimulateOptions,
     *,
     system: str,
-    nodes: int,
+    options: dict[str, Any],
     scopes: list[str],
     sizes: Any,
     layout: Any,
     cache_frac: float,
-    epochs: int,
-    seed: int,
-    batch_size: int,
-    options: dict[str, Any],
     costs: dict[str, Any],
-    progress: bool,
-    out: Path | None,
-    as_json: bool,
-    verbose: bool = False,
 ) -> None:
     """One result per scope; a table of their epochs (the default columns, or every
-    field with ``verbose``), or the JSON list."""
+    field with ``--verbose``), or the JSON list."""
     from hotset.sim.nodes import Costs, run_nodes
 
+    assert opts.nodes is not None
     cost_model = Costs(**costs)
     results = [
         run_nodes(
             system,
-            nodes=nodes,
+            nodes=opts.nodes,
             scope=scope,
             sizes=sizes,
             cache_frac=cache_frac,
-            epochs=epochs,
-            seed=seed,
-            batch_size=batch_size,
+            epochs=_NODES_DEFAULT_EPOCHS if opts.epochs is None else opts.epochs,
+            seed=opts.seed,
+            batch_size=opts.batch_size,
             options=options,
             costs=cost_model,
             layout=layout,
-            progress=progress,
+            progress=opts.progress,
         )
         for scope in scopes
     ]
-    if emit_json(json.dumps(results), out=out, as_json=as_json):
+    if emit_json(json.dumps(results), out=opts.out, as_json=opts.as_json):
         return
     click.echo(
-        f"{system} on {nodes} node(s), a cache of {cache_frac:g} of the {int(np.sum(sizes)):,} "
-        "data set bytes per node (simulated; see 'model' in --json for what it leaves out)"
+        f"{system} on {opts.nodes} node(s), a cache of {cache_frac:g} of the "
+        f"{int(np.sum(sizes)):,} data set bytes per node (simulated; see 'model' in --json "
+        "for what it leaves out)"
     )
     records = [{"scope": result["scope"], **row} for result in results for row in result["epochs"]]
-    echo_records(records, None if verbose else COLUMNS)
+    echo_records(records, None if opts.verbose else COLUMNS)

@@ -127,30 +127,47 @@ def run_one(
 
     ``system`` may carry options (``shade[coverage_floor=0.05]``).
     """
-    from hotset.sim.live import run_live
+    from hotset.sim.live import LiveOptions, run_live_options
     from hotset.systems.registry import parse_system
 
     name, options = parse_system(system)
     trained = needs_training(name)
-    result = run_live(
-        system=name,
-        options=options or None,
-        dataset=str(dataset),
-        cache_frac=cache_frac,
-        epochs=epochs,
-        seed=seed,
-        train=trained,
-        record_accesses=True,
-        latency_ms=latency_ms,
-        bandwidth_mb_s=bandwidth_mb_s,
-        concurrency=concurrency,
+    result = run_live_options(
+        LiveOptions(
+            system=name,
+            options=options or None,
+            dataset=str(dataset),
+            cache_frac=cache_frac,
+            epochs=epochs,
+            seed=seed,
+            train=trained,
+            record_accesses=True,
+            latency_ms=latency_ms,
+            bandwidth_mb_s=bandwidth_mb_s,
+            concurrency=concurrency,
+        )
     )
     result.pop("accesses")
     # the ids actually served, substitutes included: an exact hit is a reuse of bytes
     # kept since an earlier use, and a substitute's use is a use (hotset.engine.ahead)
     served = result.pop("served")
-    trace = np.concatenate([np.asarray(a, dtype=np.int64) for a in served])
     sizes = train_sizes(dataset, seed, result["config"]["val_frac"])
+    return {
+        "workload": workload,
+        "system": system,
+        "cache_frac": cache_frac,
+        "trained": trained,
+        **_cell_counts(result, served, sizes),
+    }
+
+
+def _cell_counts(
+    result: dict[str, Any], served: list[list[int]], sizes: np.ndarray
+) -> dict[str, Any]:
+    """A cell's numbers from a live run's ``result`` and the ids each epoch ``served``:
+    the epochs after the first (the warm cache) against :func:`hits_bound`, the whole
+    run against Belady's hits, and the coverage beside them."""
+    trace = np.concatenate([np.asarray(a, dtype=np.int64) for a in served])
     bound = belady_hits(trace, sizes, result["capacity_bytes"])
     rows = result["epochs"]
     later = rows[1:] or rows
@@ -163,38 +180,26 @@ def run_one(
     def per_epoch(key: str) -> float:
         return round(sum(r[key] for r in later) / len(later), 1)
 
-    def service(epochs: list[dict[str, Any]]) -> float | None:
-        asked = sum(r["requests"] for r in epochs)
-        served = sum(r["exact_hits"] + r["substitutions"] for r in epochs)
-        return round(served / asked, 4) if asked else None
+    def ratio(key: str) -> float:
+        return round(sum(r[key] for r in later) / requests_later, 4)
 
     return {
-        "workload": workload,
-        "system": system,
-        "cache_frac": cache_frac,
-        "trained": trained,
-        "exact_hit_ratio": round(sum(r["exact_hits"] for r in later) / requests_later, 4),
+        "exact_hit_ratio": ratio("exact_hits"),
         # the bound on exact_hit_ratio (the same epochs): see hits_bound
         "exact_hit_bound": round(later_bound / requests_later, 4),
-        "substitution_ratio": round(sum(r["substitutions"] for r in later) / requests_later, 4),
+        "substitution_ratio": ratio("substitutions"),
         "reads_epoch1": rows[0]["storage_reads"],
-        "reads_per_epoch_after_first": round(
-            sum(r["storage_reads"] for r in later) / len(later), 1
-        ),
-        "service_ratio": service(later),
-        "service_ratio_selective": service(selective),
+        "reads_per_epoch_after_first": per_epoch("storage_reads"),
+        "service_ratio": _service(later),
+        "service_ratio_selective": _service(selective),
         "selective_epochs": len(selective),
         "unit_reads_per_epoch_after_first": per_epoch("unit_reads"),
         "pack_reads_per_epoch_after_first": per_epoch("pack_reads"),
         "pack_bytes_per_epoch_after_first": per_epoch("pack_bytes"),
         "policy": result["policy"],
-        "fetched_ahead_ratio": round(sum(r["fetched_ahead"] for r in later) / requests_later, 4),
-        "storage_requests_per_epoch_after_first": round(
-            sum(r["storage_requests"] for r in later) / len(later), 1
-        ),
-        "unique_ids_trained_after_first": round(
-            sum(r["unique_ids_trained"] for r in later) / len(later), 1
-        ),
+        "fetched_ahead_ratio": ratio("fetched_ahead"),
+        "storage_requests_per_epoch_after_first": per_epoch("storage_requests"),
+        "unique_ids_trained_after_first": per_epoch("unique_ids_trained"),
         # coverage as a share, so a plot can set it beside the hit ratios: a cache that
         # serves much by training a third of the data must show the third
         "n_train": result["n_train"],
@@ -210,3 +215,11 @@ def run_one(
         "final_val_accuracy": result["totals"]["final_val_accuracy"],
         "per_epoch": [{k: r[k] for k in (*COUNTER_KEYS, *COVERAGE_KEYS)} for r in rows],
     }
+
+
+def _service(epochs: list[dict[str, Any]]) -> float | None:
+    """The share of requests served from the cache, exactly or by a substitute (None
+    without requests)."""
+    asked = sum(r["requests"] for r in epochs)
+    served = sum(r["exact_hits"] + r["substitutions"] for r in epochs)
+    return round(served / asked, 4) if asked else None

@@ -4,7 +4,7 @@
 decides the order and the cache, and reports per epoch what the storage saw
 (requests, exact hits, substitutions, storage reads and bytes, modeled I/O
 time) next to what training got (loss, validation accuracy). It is the driver
-behind ``hotset simulate --system``.
+behind ``hotset simulate --system``; one :class:`LiveOptions` declares a run.
 
 What is real and what is modeled, explicitly:
 
@@ -49,7 +49,8 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,34 +80,16 @@ from hotset.systems.registry import build_system, capabilities_of, resolve_syste
 _THREADS = 1
 
 
-def run_live(
-    *,
-    system: str,
-    dataset: str,
-    cache_frac: float,
-    epochs: int,
-    seed: int,
-    model: str = "auto",
-    batch_size: int = 128,
-    lr: float = 0.05,
-    val_frac: float = 0.1,
-    latency_ms: float = 2.0,
-    bandwidth_mb_s: float = 100.0,
-    concurrency: int = 4,
-    options: dict[str, Any] | None = None,
-    progress: bool = False,
-    compute_ms_per_batch: float = 0.0,
-    train: bool = True,
-    record_accesses: bool = False,
-    measure_identification: bool = False,
-    device: str = "cpu",
-    measure_compute: bool = False,
-) -> dict[str, Any]:
-    """Train for ``epochs`` epochs with ``system`` on ``dataset``; return the result JSON.
+@dataclass(frozen=True)
+class LiveOptions:
+    """One live-training run, declared once: what :func:`run_live_options` trains and
+    how the store and the clock are modeled.
 
     ``cache_frac`` is the cache budget as a fraction of the training bytes
-    (0 < F <= 1; 0 is allowed for systems that ignore the cache). ``options``
-    go to the system's ``build``.
+    (0 < F <= 1; 0 is allowed for systems that ignore the cache). ``options`` go to
+    the system's ``build``; ``system`` may be a spec, ``shade[coverage_floor=0.05]``:
+    its options join ``options`` (one given both ways is an error), and the result
+    names the system and lists every option under ``config``.
 
     ``train=False`` skips the model for systems whose decisions cannot depend on
     it (no scorer, unweighted): their order and cache decisions are then exactly
@@ -124,162 +107,267 @@ def run_live(
     re-evaluation, and the held-out models of ``sampler=rho``) the wall seconds it
     took on that device instead of ``compute_ms_per_batch``: modeled I/O beside
     measured compute (the device-ready benchmark's clock).
-    ``system`` may be a spec, ``shade[coverage_floor=0.05]``: its options join
-    ``options`` (one given both ways is an error), and the result names the system
-    and lists every option under ``config``.
-    """
-    choice = _auto_choice(system, dataset, options)
-    if choice is not None:
-        system = choice.system
-    system, options = resolve_system(system, options, source="options")
-    _validate(
-        system=system,
-        cache_frac=cache_frac,
-        epochs=epochs,
-        model=model,
-        batch_size=batch_size,
-        lr=lr,
-        val_frac=val_frac,
-        latency_ms=latency_ms,
-        bandwidth_mb_s=bandwidth_mb_s,
-        concurrency=concurrency,
-        compute_ms_per_batch=compute_ms_per_batch,
-    )
-    if "://" not in str(dataset) and not Path(dataset).exists():
-        raise HotsetError(f"dataset {str(dataset)!r} does not exist")
-    _check_device(device)
 
-    import torch
+    The fields that do not depend on the system are checked here, so a bad value is
+    refused where it is built; ``cache_frac``'s range depends on the system (one that
+    ignores its budget may have 0), resolved against the data set when the run starts.
+    """
+
+    system: str
+    dataset: str
+    cache_frac: float
+    epochs: int
+    seed: int
+    model: str = "auto"
+    batch_size: int = 128
+    lr: float = 0.05
+    val_frac: float = 0.1
+    latency_ms: float = 2.0
+    bandwidth_mb_s: float = 100.0
+    concurrency: int = 4
+    options: Mapping[str, Any] | None = None
+    compute_ms_per_batch: float = 0.0
+    train: bool = True
+    record_accesses: bool = False
+    measure_identification: bool = False
+    device: str = "cpu"
+    measure_compute: bool = False
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+
+def run_live(
+    opts: LiveOptions | None = None, /, *, progress: bool = False, **fields: Any
+) -> dict[str, Any]:
+    """Train with one system on one data set under a modeled store; the result JSON.
+
+    ``run_live(LiveOptions(...), progress=...)`` is :func:`run_live_options`. The
+    keyword form ``run_live(system=..., dataset=..., ...)``, every
+    :class:`LiveOptions` field as a keyword, stays for the callers written before the
+    options object (transitional: new code passes a :class:`LiveOptions`).
+    """
+    if opts is None:
+        opts = LiveOptions(**fields)
+    elif fields:
+        raise TypeError(
+            f"run_live: give a LiveOptions or its fields as keywords, not both ({sorted(fields)})"
+        )
+    return run_live_options(opts, progress=progress)
+
+
+def run_live_options(opts: LiveOptions, *, progress: bool = False) -> dict[str, Any]:
+    """Train for ``opts.epochs`` epochs with ``opts.system`` on ``opts.dataset``; return
+    the result JSON (``progress``: a bar on stderr, which changes nothing in the result)."""
+    run = _prepare(opts)
+    if not opts.train:
+        return _run_untrained(opts, run, progress=progress)
+    return _run_trained(opts, run, progress=progress)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A run once its system is resolved and built: the data set split, the budget,
+    the throttled store, and the ``config`` block its result reports."""
+
+    #: the system's resolved name (``auto`` replaced by what it picked)
+    system: str
+    sys_obj: System
+    inner: Any
+    manifest: Any
+    labels: npt.NDArray[np.int64]
+    train_rows: IntArray
+    val_rows: IntArray
+    train_sizes: IntArray
+    capacity: int
+    layout: UnitLayout | None
+    store: Any
+    #: every epoch's order, for a policy that needs the future (None otherwise)
+    future: list[IntArray] | None
+    keys: list[str]
+    hashes: list[str]
+    config: dict[str, Any]
+
+
+def _prepare(opts: LiveOptions) -> _Run:
+    """Resolve and check the system against the data set, split the data set, build the
+    system over the training ids and the virtual-clock store in front of the data."""
+    choice = _auto_choice(opts.system, opts.dataset, opts.options)
+    system = opts.system if choice is None else choice.system
+    system, options = resolve_system(system, opts.options, source="options")
+    _check_cache_frac(system, opts.cache_frac)
+    if "://" not in str(opts.dataset) and not Path(opts.dataset).exists():
+        raise HotsetError(f"dataset {str(opts.dataset)!r} does not exist")
+    _check_device(opts.device)
 
     from hotset.data import open_dataset
-    from hotset.sim.models import make_model, resolve_model_name
+    from hotset.data.chunks import load_layout
     from hotset.storage.throttled import ThrottledStore
 
-    manifest, inner = open_dataset(dataset)
+    manifest, inner = open_dataset(opts.dataset)
+    labels = _labels(manifest, opts.dataset)
+    train_rows, val_rows = stratified_split(labels, val_frac=opts.val_frac, seed=opts.seed)
+    train_sizes = np.asarray(manifest.sizes, dtype=np.int64)[train_rows]
+    capacity = math.floor(opts.cache_frac * int(train_sizes.sum()))
+    full_layout = load_layout(opts.dataset)
+    layout = None if full_layout is None else SubsetLayout(full_layout, train_rows)
+    sys_obj = build_system(
+        system,
+        n=len(train_rows),
+        budget=Budget(capacity_bytes=capacity, sizes=train_sizes),
+        seed=opts.seed,
+        batch_size=opts.batch_size,
+        layout=layout,
+        **(options or {}),
+    )
+    store = ThrottledStore(
+        inner,
+        latency_ms=opts.latency_ms,
+        bandwidth_mb_s=opts.bandwidth_mb_s,
+        max_concurrency=opts.concurrency,
+        clock="virtual",
+    )
+    future = _plan_future(sys_obj, opts.epochs)
+    return _Run(
+        system=system,
+        sys_obj=sys_obj,
+        inner=inner,
+        manifest=manifest,
+        labels=labels,
+        train_rows=train_rows,
+        val_rows=val_rows,
+        train_sizes=train_sizes,
+        capacity=capacity,
+        layout=layout,
+        store=store,
+        future=future,
+        keys=[manifest.keys[r] for r in train_rows.tolist()],
+        hashes=[manifest.hashes[r] for r in train_rows.tolist()],
+        config=_config(opts, options, choice),
+    )
+
+
+def _labels(manifest: Any, dataset: str) -> npt.NDArray[np.int64]:
+    """The data set's labels; an unlabeled sample is refused (training needs labels)."""
     labels = np.asarray(manifest.labels, dtype=np.int64)
     if (labels < 0).any():
         first = int(np.flatnonzero(labels < 0)[0])
         raise HotsetError(
             f"dataset {dataset!r}: sample {first} is unlabeled; training needs labels"
         )
-    num_classes = int(manifest.num_classes)
-    train_rows, val_rows = stratified_split(labels, val_frac=val_frac, seed=seed)
-    n_train = len(train_rows)
-    train_sizes = np.asarray(manifest.sizes, dtype=np.int64)[train_rows]
-    capacity = math.floor(cache_frac * int(train_sizes.sum()))
+    return labels
 
-    from hotset.data.chunks import load_layout
 
-    full_layout = load_layout(dataset)
-    layout = None if full_layout is None else SubsetLayout(full_layout, train_rows)
-    sys_obj = build_system(
-        system,
-        n=n_train,
-        budget=Budget(capacity_bytes=capacity, sizes=train_sizes),
-        seed=seed,
-        batch_size=batch_size,
-        layout=layout,
-        **(options or {}),
-    )
-
-    store = ThrottledStore(
-        inner,
-        latency_ms=latency_ms,
-        bandwidth_mb_s=bandwidth_mb_s,
-        max_concurrency=concurrency,
-        clock="virtual",
-    )
-    future = _plan_future(sys_obj, epochs)
-    keys = [manifest.keys[r] for r in train_rows.tolist()]
-    hashes = [manifest.hashes[r] for r in train_rows.tolist()]
-    config = {
-        "batch_size": batch_size,
-        "lr": lr,
-        "val_frac": val_frac,
-        "latency_ms": latency_ms,
-        "bandwidth_mb_s": bandwidth_mb_s,
-        "concurrency": concurrency,
-        "compute_ms_per_batch": compute_ms_per_batch,
-        "device": device,
-        "measure_compute": bool(measure_compute),
+def _config(opts: LiveOptions, options: Mapping[str, Any] | None, choice: Any) -> dict[str, Any]:
+    """The result's ``config`` block: what the run was modeled with, so a result file
+    says how it was made."""
+    return {
+        "batch_size": opts.batch_size,
+        "lr": opts.lr,
+        "val_frac": opts.val_frac,
+        "latency_ms": opts.latency_ms,
+        "bandwidth_mb_s": opts.bandwidth_mb_s,
+        "concurrency": opts.concurrency,
+        "compute_ms_per_batch": opts.compute_ms_per_batch,
+        "device": opts.device,
+        "measure_compute": bool(opts.measure_compute),
         "options": dict(options or {}),
-        "trained": bool(train),
+        "trained": bool(opts.train),
         # system="auto": what it picked and why (the loader's rule, the same facts)
         "auto": None if choice is None else choice.describe(),
     }
-    if not train:
-        if sys_obj.capabilities.learns:
-            raise HotsetError(
-                f"system {system!r} learns from training losses; it cannot run with train=False"
-            )
-        driver = _Driver(
-            system=sys_obj,
-            store=store,
-            trainer=None,
-            keys=keys,
-            hashes=hashes,
-            sizes=train_sizes,
-            batch_size=batch_size,
-            compute_seconds=compute_ms_per_batch / 1000.0,
-            layout=layout,
+
+
+def _run_untrained(opts: LiveOptions, run: _Run, *, progress: bool) -> dict[str, Any]:
+    """The run without a model: the same decisions for a system that does not learn,
+    no accuracy, and no decoding of the data set."""
+    if run.sys_obj.capabilities.learns:
+        raise HotsetError(
+            f"system {run.system!r} learns from training losses; it cannot run with train=False"
         )
-        epoch_rows = driver.run(epochs, future=future, progress=progress)
-        return _result(
-            system, dataset, cache_frac, seed, None, n_train, len(val_rows), capacity,
-            train_sizes, epoch_rows, driver, record_accesses, config=config,
-        )  # fmt: skip
+    driver = _Driver(
+        system=run.sys_obj,
+        store=run.store,
+        trainer=None,
+        keys=run.keys,
+        hashes=run.hashes,
+        sizes=run.train_sizes,
+        batch_size=opts.batch_size,
+        compute_seconds=opts.compute_ms_per_batch / 1000.0,
+        layout=run.layout,
+    )
+    epoch_rows = driver.run(opts.epochs, future=run.future, progress=progress)
+    return _result(opts, run, driver, epoch_rows, model_name=None)
 
-    images = _decode_all(inner, manifest.keys, manifest.hashes)
 
+def _run_trained(opts: LiveOptions, run: _Run, *, progress: bool) -> dict[str, Any]:
+    """The run with a real model: decoded once, seeded by ``opts.seed`` alone (every
+    system starts from the same weights), on one intra-op thread (see ``_THREADS``)."""
+    import torch
+
+    from hotset.sim.models import resolve_model_name
+
+    images = _decode_all(run.inner, run.manifest.keys, run.manifest.hashes)
     _, channels, height, width = images.shape
-    model_name = resolve_model_name(model, height)
+    model_name = resolve_model_name(opts.model, height)
+    num_classes = int(run.manifest.num_classes)
+    meta = {"channels": channels, "image_size": [height, width], "num_classes": num_classes}
     prev_threads = torch.get_num_threads()
     torch.set_num_threads(_THREADS)
     try:
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            net = make_model(
-                model_name,
-                {"channels": channels, "image_size": [height, width], "num_classes": num_classes},
-            )
-            trainer = Trainer(
-                net=net,
-                x_train=torch.from_numpy(images[train_rows]),
-                y_train=torch.from_numpy(labels[train_rows]),
-                x_val=torch.from_numpy(images[val_rows]),
-                y_val=torch.from_numpy(labels[val_rows]),
-                lr=lr,
-                epochs=epochs,
-                device=device,
-            )
+            torch.manual_seed(opts.seed)
+            trainer = _trainer(opts, run, images, model_name, meta)
             del images
             setup = _irreducible_setup(
-                sys_obj, trainer, store, keys, seed=seed, batch_size=batch_size, lr=lr,
-                compute_seconds=compute_ms_per_batch / 1000.0, measure=measure_compute,
-                meta={"channels": channels, "image_size": [height, width],
-                      "num_classes": num_classes},
+                run.sys_obj, trainer, run.store, run.keys, seed=opts.seed,
+                batch_size=opts.batch_size, lr=opts.lr,
+                compute_seconds=opts.compute_ms_per_batch / 1000.0,
+                measure=opts.measure_compute, meta=meta,
             )  # fmt: skip
             driver = _Driver(
-                system=sys_obj,
-                store=store,
+                system=run.sys_obj,
+                store=run.store,
                 trainer=trainer,
-                keys=keys,
-                hashes=hashes,
-                sizes=train_sizes,
-                batch_size=batch_size,
-                compute_seconds=compute_ms_per_batch / 1000.0,
-                layout=layout,
-                measure_identification=measure_identification,
-                measure_compute=measure_compute,
+                keys=run.keys,
+                hashes=run.hashes,
+                sizes=run.train_sizes,
+                batch_size=opts.batch_size,
+                compute_seconds=opts.compute_ms_per_batch / 1000.0,
+                layout=run.layout,
+                measure_identification=opts.measure_identification,
+                measure_compute=opts.measure_compute,
             )
-            epoch_rows = driver.run(epochs, future=future, progress=progress)
+            epoch_rows = driver.run(opts.epochs, future=run.future, progress=progress)
     finally:
         torch.set_num_threads(prev_threads)
+    return _result(opts, run, driver, epoch_rows, model_name=model_name, setup=setup)
 
-    return _result(
-        system, dataset, cache_frac, seed, model_name, n_train, len(val_rows), capacity,
-        train_sizes, epoch_rows, driver, record_accesses, config=config, setup=setup,
-    )  # fmt: skip
+
+def _trainer(
+    opts: LiveOptions,
+    run: _Run,
+    images: npt.NDArray[np.float32],
+    model_name: str,
+    meta: dict[str, Any],
+) -> Trainer:
+    """The model (built under the caller's seeded RNG) and its training and held-out
+    tensors."""
+    import torch
+
+    from hotset.sim.models import make_model
+
+    net = make_model(model_name, meta)
+    return Trainer(
+        net=net,
+        x_train=torch.from_numpy(images[run.train_rows]),
+        y_train=torch.from_numpy(run.labels[run.train_rows]),
+        x_val=torch.from_numpy(images[run.val_rows]),
+        y_val=torch.from_numpy(run.labels[run.val_rows]),
+        lr=opts.lr,
+        epochs=opts.epochs,
+        device=opts.device,
+    )
 
 
 def _irreducible_setup(
@@ -300,7 +388,7 @@ def _irreducible_setup(
     on the modeled clock before the first epoch; what was charged (None: nothing to do)."""
     if not system.needs_irreducible:
         return None
-    from hotset.sim import irreducible
+    import hotset.sim.irreducible as irreducible
     from hotset.sim.models import make_model
 
     started = time.perf_counter()
@@ -324,40 +412,34 @@ def _irreducible_setup(
 
 
 def _result(
-    system: str,
-    dataset: str,
-    cache_frac: float,
-    seed: int,
-    model_name: str | None,
-    n_train: int,
-    n_val: int,
-    capacity: int,
-    train_sizes: IntArray,
-    epoch_rows: list[dict[str, Any]],
+    opts: LiveOptions,
+    run: _Run,
     driver: _Driver,
-    record_accesses: bool,
+    epoch_rows: list[dict[str, Any]],
     *,
-    config: dict[str, Any],
+    model_name: str | None,
     setup: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The result JSON: the run's facts, its epochs and totals, and what the policy
+    says of itself (with ``record_accesses``, the orders requested and served)."""
     result: dict[str, Any] = {
-        "system": system,
-        "dataset": str(dataset),
-        "cache_frac": float(cache_frac),
-        "seed": int(seed),
+        "system": run.system,
+        "dataset": str(opts.dataset),
+        "cache_frac": float(opts.cache_frac),
+        "seed": int(opts.seed),
         "model": model_name,
-        "n_train": int(n_train),
-        "n_val": n_val,
-        "capacity_bytes": capacity,
-        "train_bytes": int(train_sizes.sum()),
-        "config": config,
+        "n_train": len(run.train_rows),
+        "n_val": len(run.val_rows),
+        "capacity_bytes": run.capacity,
+        "train_bytes": int(run.train_sizes.sum()),
+        "config": run.config,
         "epochs": epoch_rows,
         "totals": _totals(epoch_rows),
         "policy": driver.system.policy.summary(),
         #: work charged before the first epoch (sampler=rho's held-out models), or None
         "setup": setup,
     }
-    if record_accesses:
+    if opts.record_accesses:
         result["accesses"] = [order.tolist() for order in driver.orders]
         result["served"] = [served for served in driver.served]
     return result
@@ -366,7 +448,7 @@ def _result(
 # -- pieces ---------------------------------------------------------------------
 
 
-def _auto_choice(system: str, dataset: str, options: dict[str, Any] | None) -> Any:
+def _auto_choice(system: str, dataset: str, options: Mapping[str, Any] | None) -> Any:
     """What ``system="auto"`` picks for ``dataset``: the loader's own rule
     (:func:`hotset.systems.auto.choose`), so the simulator decides as the loader would."""
     from hotset.data.chunks import ChunkLayout
@@ -668,23 +750,9 @@ def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return totals
 
 
-def _validate(
-    *,
-    system: str,
-    cache_frac: float,
-    epochs: int,
-    model: str,
-    batch_size: int,
-    lr: float,
-    val_frac: float,
-    latency_ms: float,
-    bandwidth_mb_s: float,
-    concurrency: int,
-    compute_ms_per_batch: float,
-) -> None:
-    from hotset.sim.models import MODEL_NAMES
-
-    # unknown system -> HotsetError listing the choices
+def _check_cache_frac(system: str, cache_frac: float) -> None:
+    """``cache_frac`` in range for ``system`` (resolved): 0 only where its budget changes
+    nothing."""
     low_ok = not capabilities_of(system).uses_budget  # its cache size changes nothing
     if not _finite(cache_frac) or not (
         (0.0 <= cache_frac <= 1.0) if low_ok else (0.0 < cache_frac <= 1.0)
@@ -693,24 +761,31 @@ def _validate(
         raise HotsetError(
             f"cache_frac must satisfy {want} for system {system!r}, got {cache_frac!r}"
         )
-    if not isinstance(epochs, int) or epochs < 1:
-        raise HotsetError(f"epochs must be an integer >= 1, got {epochs!r}")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise HotsetError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    if not _finite(val_frac) or not 0.0 <= val_frac < 0.5:
-        raise HotsetError(f"val_frac must satisfy 0 <= val_frac < 0.5, got {val_frac!r}")
-    if model not in MODEL_NAMES:
-        raise HotsetError(f"unknown model {model!r}; choose from {', '.join(MODEL_NAMES)}")
-    if not _finite(lr) or lr <= 0:
-        raise HotsetError(f"lr must be a positive number, got {lr!r}")
-    if not _finite(latency_ms) or latency_ms < 0:
-        raise HotsetError(f"latency_ms must be >= 0, got {latency_ms!r}")
-    if not _finite(bandwidth_mb_s) or bandwidth_mb_s <= 0:
-        raise HotsetError(f"bandwidth_mb_s must be > 0, got {bandwidth_mb_s!r}")
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise HotsetError(f"concurrency must be an integer >= 1, got {concurrency!r}")
-    if not _finite(compute_ms_per_batch) or compute_ms_per_batch < 0:
-        raise HotsetError(f"compute_ms_per_batch must be >= 0, got {compute_ms_per_batch!r}")
+
+
+def _validate(opts: LiveOptions) -> None:
+    """The checks of :class:`LiveOptions` that need neither the system nor the data
+    set; each error names the field."""
+    from hotset.sim.models import MODEL_NAMES
+
+    if not isinstance(opts.epochs, int) or opts.epochs < 1:
+        raise HotsetError(f"epochs must be an integer >= 1, got {opts.epochs!r}")
+    if not isinstance(opts.batch_size, int) or opts.batch_size < 1:
+        raise HotsetError(f"batch_size must be an integer >= 1, got {opts.batch_size!r}")
+    if not _finite(opts.val_frac) or not 0.0 <= opts.val_frac < 0.5:
+        raise HotsetError(f"val_frac must satisfy 0 <= val_frac < 0.5, got {opts.val_frac!r}")
+    if opts.model not in MODEL_NAMES:
+        raise HotsetError(f"unknown model {opts.model!r}; choose from {', '.join(MODEL_NAMES)}")
+    if not _finite(opts.lr) or opts.lr <= 0:
+        raise HotsetError(f"lr must be a positive number, got {opts.lr!r}")
+    if not _finite(opts.latency_ms) or opts.latency_ms < 0:
+        raise HotsetError(f"latency_ms must be >= 0, got {opts.latency_ms!r}")
+    if not _finite(opts.bandwidth_mb_s) or opts.bandwidth_mb_s <= 0:
+        raise HotsetError(f"bandwidth_mb_s must be > 0, got {opts.bandwidth_mb_s!r}")
+    if not isinstance(opts.concurrency, int) or opts.concurrency < 1:
+        raise HotsetError(f"concurrency must be an integer >= 1, got {opts.concurrency!r}")
+    if not _finite(opts.compute_ms_per_batch) or opts.compute_ms_per_batch < 0:
+        raise HotsetError(f"compute_ms_per_batch must be >= 0, got {opts.compute_ms_per_batch!r}")
 
 
 def _check_device(device: object) -> None:

@@ -205,6 +205,40 @@ def simulate_epochs(
     per batch: a trace has no batches.
     """
     arrays = [np.asarray(e, dtype=np.int64) for e in epochs]
+    trace = _checked_trace(arrays, sizes)
+    cls = policy_class(policy_name)  # an unknown name fails before the sizing does
+    n_items = n if n is not None else len(np.unique(trace))
+    budget = make_budget(
+        cache_items=cache_items, cache_frac=cache_frac, sizes=sizes, n_items=n_items
+    )
+    policy = _replay_policy(cls, policy_name, budget, trace, seed=seed, layout=layout)
+    ids_n = len(sizes) if sizes is not None else int(trace.max()) + 1
+    if layout is not None:
+        ids_n = max(ids_n, len(layout.chunk_of))
+    planner = _trace_planner(policy, arrays, ids_n, sizes)
+    totals, per_epoch = _replay_epochs(planner, arrays, ids_n, planned=planned)
+    hits = totals.exact_hits
+    result: dict[str, Any] = {
+        "policy": policy_name,
+        "requests": len(trace),
+        "hits": hits,
+        "misses": totals.storage_reads,
+        "hit_ratio": hits / len(trace),
+        "bytes_read": totals.storage_bytes,
+    }
+    if verbose:
+        result["substitutions"] = totals.substitutions
+        result["fetched_ahead"] = totals.fetched_ahead
+        result["storage_requests"] = totals.storage_requests
+        result["capacity_bytes"] = budget.capacity_bytes
+        result["capacity_items"] = budget.capacity_items
+        result["epochs"] = per_epoch
+    return result
+
+
+def _checked_trace(arrays: list[IntArray], sizes: IntArray | None) -> IntArray:
+    """The epochs as one trace, refused before any work when it is empty, has a negative
+    id, or uses an id ``sizes`` does not cover."""
     if not arrays or sum(len(a) for a in arrays) == 0:
         raise HotsetError("the trace is empty: nothing to simulate")
     trace = np.concatenate(arrays)
@@ -215,11 +249,20 @@ def simulate_epochs(
             f"sizes cover {len(sizes)} ids but the trace uses id {int(trace.max())}"
             f" (needs at least {int(trace.max()) + 1} sizes)"
         )
-    cls = policy_class(policy_name)
-    n_items = n if n is not None else len(np.unique(trace))
-    budget = make_budget(
-        cache_items=cache_items, cache_frac=cache_frac, sizes=sizes, n_items=n_items
-    )
+    return trace
+
+
+def _replay_policy(
+    cls: type[Policy],
+    policy_name: str,
+    budget: Budget,
+    trace: IntArray,
+    *,
+    seed: int,
+    layout: UnitLayout | None,
+) -> Policy:
+    """The named policy (of class ``cls``) over ``budget``, given the chunk layout it
+    reads by and, for an offline policy (Belady), the whole trace as its future."""
     policy = make_policy(policy_name, budget, seed=seed)
     if cls.capabilities.reads_units and layout is None:
         raise HotsetError(f"policy {policy_name!r} reads whole chunks: give the chunk layout")
@@ -228,10 +271,14 @@ def simulate_epochs(
         if not isinstance(policy, NeedsFuture):
             raise missing_role(policy, "NeedsFuture", "needs_future")
         policy.set_future(trace)
-    ids_n = len(sizes) if sizes is not None else int(trace.max()) + 1
-    if layout is not None:
-        ids_n = max(ids_n, len(layout.chunk_of))
-    planner = _trace_planner(policy, arrays, ids_n, sizes)
+    return policy
+
+
+def _replay_epochs(
+    planner: Planner, arrays: list[IntArray], ids_n: int, *, planned: bool
+) -> tuple[EpochCounts, list[dict[str, int]]]:
+    """Each epoch through the planner, with the epoch hooks between: the summed
+    counters and one row per epoch (the engine's names and the contract's)."""
     per_epoch: list[dict[str, int]] = []
     totals = EpochCounts()
     coverage = Coverage(ids_n)
@@ -252,24 +299,7 @@ def simulate_epochs(
                 **coverage.close_epoch(),
             }
         )
-    requests = len(trace)
-    hits = totals.exact_hits
-    result: dict[str, Any] = {
-        "policy": policy_name,
-        "requests": requests,
-        "hits": hits,
-        "misses": totals.storage_reads,
-        "hit_ratio": hits / requests,
-        "bytes_read": totals.storage_bytes,
-    }
-    if verbose:
-        result["substitutions"] = totals.substitutions
-        result["fetched_ahead"] = totals.fetched_ahead
-        result["storage_requests"] = totals.storage_requests
-        result["capacity_bytes"] = budget.capacity_bytes
-        result["capacity_items"] = budget.capacity_items
-        result["epochs"] = per_epoch
-    return result
+    return totals, per_epoch
 
 
 def _trace_planner(
