@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hotset.bench.faults import run
+from hotset.bench.faults import FaultsOptions, run
 from hotset.bench.faults_recovery import SCENARIOS as RECOVERY
 from hotset.bench.faults_security import _fill, _tmpfs
 from hotset.storage.local import LocalStore
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="ne
 
 
 def test_every_scenario_runs_and_loses_nothing() -> None:
-    result = run(n=400, runs=1)
+    result = run(FaultsOptions(n=400, runs=1))
     rows = {row["scenario"]: row for row in result["table"]}
     assert set(RECOVERY) <= set(rows)
     assert set(rows) - set(RECOVERY) == {

@@ -63,7 +63,7 @@ def test_the_uniform_rows_use_the_exact_expectation(tmp_path: Path) -> None:
     [
         (("--chunk-sizes", "1"), "chunk sizes must be >= 2"),
         (("--cache-fracs", "1.5"), "cache shares must be in (0, 1]"),
-        (("--seeds", "x"), "--seeds: expected integers"),
+        (("--seeds", "x"), "--seeds: expected a comma-separated list of integers"),
     ],
 )
 def test_bad_values_fail_before_any_work(tmp_path: Path, args: tuple[str, ...], match: str) -> None:

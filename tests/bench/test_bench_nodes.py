@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from cli_support import run_cli
-from hotset.bench.nodes import MEAN_BYTES, run, workload_sizes
+from hotset.bench.nodes import MEAN_BYTES, NodesOptions, run, workload_sizes
 from hotset.sim.nodes import Costs
 
 
@@ -21,8 +21,9 @@ def test_sizes_are_seeded_and_average_about_an_imagenet_jpeg() -> None:
 
 
 def test_one_node_runs_private_only_and_more_nodes_run_both_scopes() -> None:
-    result = run(systems=["minio"], nodes=[1, 4], cache_fracs=[0.1], n=2000, epochs=3,
-                 batch_size=32, progress=False)  # fmt: skip
+    opts = NodesOptions(systems=("minio",), nodes=(1, 4), cache_fracs=(0.1,), n=2000, epochs=3,
+                        batch_size=32)  # fmt: skip
+    result = run(opts, progress=False)
     rows = result["table"]
     assert [(r["nodes"], r["scope"]) for r in rows] == [
         (1, "private"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hotset.bench.quiverloop import Params, _row
+from hotset.bench.quiverloop import PlacementOptions, _row
 from hotset.errors import HotsetError
 
 
@@ -20,7 +20,7 @@ from hotset.errors import HotsetError
 )
 def test_bad_arguments_are_named(kwargs: dict[str, float], match: str) -> None:
     with pytest.raises(HotsetError, match=match):
-        Params(**kwargs).check()  # type: ignore[arg-type]
+        PlacementOptions(**kwargs)  # type: ignore[arg-type]
 
 
 def test_a_row_averages_the_epochs_after_the_cold_one() -> None:
@@ -39,7 +39,8 @@ def test_a_row_averages_the_epochs_after_the_cold_one() -> None:
 
     done = {"epochs": [epoch(9.0, 100, True), epoch(2.0, 100, False), epoch(4.0, 50, False)]}
     done["cached_bytes"] = 250
-    row = _row("closed", "gpu", 0.15, done, Params(n=100), dataset_bytes=1000, budget=500)
+    opts = PlacementOptions(n=100, probe=2)  # two probe windows of 16 fit 100 samples
+    row = _row("closed", "gpu", 0.15, done, opts, dataset_bytes=1000, budget=500)
     assert row["epoch_s"] == 3.0 and row["storage_requests_per_epoch"] == 75.0
     assert row["caching"] is False and row["samples_per_s"] == pytest.approx(33.3, abs=0.1)
     assert row["cached_share_end"] == 0.25 and row["namespace_share_end"] == 0.5

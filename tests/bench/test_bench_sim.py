@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from hotset.bench.sim import permutation_trace, run
+from hotset.bench.sim import SimBenchOptions, permutation_trace, run
 from hotset.errors import HotsetError
 
 
 def test_rows_per_policy_with_rates_and_hit_ratios() -> None:
-    result = run(accesses=20_000, n=2_000, cache_frac=0.25, policies=["lru", "minio", "oracle"])
+    opts = SimBenchOptions(
+        accesses=20_000, n=2_000, cache_frac=0.25, policies=("lru", "minio", "oracle")
+    )
+    result = run(opts)
     rows = {row["policy"]: row for row in result["table"]}
     assert list(rows) == ["lru", "minio", "oracle"]
     assert all(row["accesses"] == 20_000 and row["accesses_per_s"] > 0 for row in rows.values())
@@ -27,6 +30,6 @@ def test_trace_is_back_to_back_permutations() -> None:
 
 def test_bad_arguments() -> None:
     with pytest.raises(HotsetError, match="unknown policy"):
-        run(accesses=10, n=10, policies=["nope"])
+        run(SimBenchOptions(accesses=10, n=10, policies=("nope",)))
     with pytest.raises(HotsetError, match="cache_frac"):
-        run(accesses=10, n=10, cache_frac=0.0)
+        run(SimBenchOptions(accesses=10, n=10, cache_frac=0.0))

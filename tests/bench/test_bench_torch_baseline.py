@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
 import numpy as np
 import pytest
 
-from hotset.bench.loader import run
+from hotset.bench.loader import LoaderBenchOptions, run
 from hotset.bench.torch_baseline import PlainDataset, dataloader, tuned, untuned
 from hotset.errors import HotsetError
+from hotset.storage.presets import StoreModel
 
 
 class CountingStore:
@@ -96,8 +98,11 @@ def test_bad_baselines_are_named() -> None:
 
 def test_the_loader_bench_torch_row_states_its_requests_in_flight_and_untuned_is_labelled() -> None:
     result = run(
-        n=128, epochs=1, workers=2, batch_size=32, compute_ms=0.0, latency_ms=1.0,
-        concurrency=6, image_size=8, systems=("pytorch",), io_threads=2, with_untuned=True,
+        LoaderBenchOptions(
+            n=128, epochs=1, workers=2, batch_size=32, compute_ms=0.0, image_size=8,
+            systems=("pytorch",), io_threads=2, torch_untuned=True,
+        ),
+        store=StoreModel(latency_ms=1.0, bandwidth_mb_s=math.inf, max_concurrency=6),
     )  # fmt: skip
     rows = {row["name"]: row for row in result["table"]}
     assert list(rows) == ["torch", "torch-untuned", "pytorch", "no-io"]

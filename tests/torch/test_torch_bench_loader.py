@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from hotset.bench.loader import run
+from hotset.bench.loader import LoaderBenchOptions, run
 from hotset.errors import HotsetError
+from hotset.storage.presets import StoreModel
 
 
 def test_tiny_run_rows() -> None:
     result = run(
-        n=192,
-        epochs=2,
-        workers=0,
-        batch_size=32,
-        compute_ms=1.0,
-        latency_ms=1.0,
-        concurrency=2,
-        image_size=8,
-        systems=("pytorch", "lru"),
+        LoaderBenchOptions(
+            n=192,
+            epochs=2,
+            workers=0,
+            batch_size=32,
+            compute_ms=1.0,
+            image_size=8,
+            systems=("pytorch", "lru"),
+        ),
+        store=StoreModel(latency_ms=1.0, bandwidth_mb_s=math.inf, max_concurrency=2),
     )
     rows = {row["name"]: row for row in result["table"]}
     assert list(rows) == ["torch", "pytorch", "lru", "no-io"]
@@ -36,6 +40,6 @@ def test_tiny_run_rows() -> None:
 
 def test_bad_arguments() -> None:
     with pytest.raises(HotsetError, match="unknown system"):
-        run(systems=("nope",), n=10)
+        run(LoaderBenchOptions(systems=("nope",), n=10))
     with pytest.raises(HotsetError, match="cache_frac"):
-        run(cache_frac=0.0, n=10)
+        run(LoaderBenchOptions(cache_frac=0.0, n=10))

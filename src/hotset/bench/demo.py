@@ -20,89 +20,85 @@ loser, each with the figure that makes it so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hotset.bench.demo_options import DEFAULT_STORE as DEFAULT_STORE
+from hotset.bench.demo_options import DEFAULT_SYSTEMS as DEFAULT_SYSTEMS
+from hotset.bench.demo_options import DEFAULT_WORKLOAD as DEFAULT_WORKLOAD
+from hotset.bench.demo_options import DemoOptions
 from hotset.bench.matrix import REFERENCES
 from hotset.bench.which import MIN_COVERAGE, acc_tolerance_pt, display_name, qualifies
 from hotset.errors import HotsetError
 
-#: the no-cache loader, the five seed systems, then scout (hotset's own)
-DEFAULT_SYSTEMS = ("pytorch", "shade", "icache", "impact", "quiver", "brand", "scout")
-DEFAULT_STORE = "cloud-nas"
-DEFAULT_WORKLOAD = "imagenet-like"
+#: the options of a run without any (every default)
+DEFAULT_OPTIONS = DemoOptions()
+
+
+def _quiet(_message: str) -> None:
+    """The default ``log``: a Python caller asked for no progress lines."""
 
 
 def run(
+    opts: DemoOptions = DEFAULT_OPTIONS,
     *,
     out: Path,
     store: Any,
-    workload: str = DEFAULT_WORKLOAD,
-    n: int = 2000,
-    systems: Sequence[str] = DEFAULT_SYSTEMS,
-    cache_frac: float = 0.2,
-    repeats: int = 3,
-    epochs: int = 3,
-    step_ms: float = 20.0,
-    workers: int = 4,
-    batch_size: int = 64,
-    seeds: Sequence[int] = (0,),
-    sim_epochs: int = 8,
-    log: Callable[[str], None] = lambda _: None,
+    log: Callable[[str], None] = _quiet,
 ) -> dict[str, Any]:
     """Measure every row ``repeats`` times, simulate accuracy, and summarize."""
     from hotset.bench.matrix import accuracy_runs, measure_group, summarize
     from hotset.bench.workloads import workload_dir
     from hotset.data import Manifest
-    from hotset.systems.registry import parse_system
 
-    if not 0 < cache_frac <= 1:
-        raise HotsetError(f"--cache-frac must be in (0, 1], got {cache_frac}")
-    if repeats < 1 or epochs < 2:
-        raise HotsetError(f"--repeats must be >= 1 and --epochs >= 2, got {repeats}, {epochs}")
-    for system in systems:
-        parse_system(system)
+    workload, systems, cache_frac = opts.workload, opts.systems, opts.cache_frac
     log(f"data: the {workload} workload under {out / 'data'} (made once, then reused)")
     path = workload_dir(
-        workload, data_dir=out / "data", synth_n=n, imagenet_n=n, packed=True, progress=True
-    )
+        workload, data_dir=out / "data", synth_n=opts.n, imagenet_n=opts.n, packed=True,
+        progress=True,
+    )  # fmt: skip
     measured: list[dict[str, Any]] = []
-    for rep in range(repeats):
+    for rep in range(opts.repeats):
         log(
-            f"repeat {rep + 1}/{repeats}: torch, {', '.join(systems)}, no-io over {store.describe()}"
+            f"repeat {rep + 1}/{opts.repeats}: torch, {', '.join(systems)}, no-io over "
+            f"{store.describe()}"
         )
         rows = measure_group(
-            path, store=store, systems=systems, fracs=[cache_frac], epochs=epochs,
-            workers=workers, batch_size=batch_size, step_ms=step_ms, seed=0, rotate=rep,
-            tick=lambda name: log(f"  {name}"),
+            path, store=store, systems=systems, fracs=[cache_frac], epochs=opts.epochs,
+            workers=opts.workers, batch_size=opts.batch_size, step_ms=opts.step_ms, seed=0,
+            rotate=rep, tick=lambda name: log(f"  {name}"),
         )  # fmt: skip
         measured += [r | {"preset": _label(store), "workload": workload} for r in rows]
-    log(f"accuracy: the live simulator trains a small model {sim_epochs} epochs per system")
+    log(f"accuracy: the live simulator trains a small model {opts.sim_epochs} epochs per system")
     accuracy = [
         r | {"workload": workload}
         for r in accuracy_runs(
-            path, systems=systems, fracs=[cache_frac], seeds=seeds, epochs=sim_epochs,
-            store=store, step_ms=step_ms, tick=lambda name: log(f"  {name}"),
+            path, systems=systems, fracs=[cache_frac], seeds=opts.seeds, epochs=opts.sim_epochs,
+            store=store, step_ms=opts.step_ms, tick=lambda name: log(f"  {name}"),
         )
     ]  # fmt: skip
-    manifest = Manifest.load(path)
-    params = {
-        "store": store.as_dict(),
-        "workload": workload,
-        "n": len(manifest),
-        "mean_sample_bytes": round(manifest.total_bytes / len(manifest)),
-        "cache_frac": cache_frac,
-        "repeats": repeats,
-        "epochs": epochs,
-        "step_ms": step_ms,
-        "workers": workers,
-        "batch_size": batch_size,
-        "sim_seeds": list(seeds),
-        "sim_epochs": sim_epochs,
-    }
+    params = _params(opts, store, Manifest.load(path))
     table = summarize(measured, accuracy)
     return {"params": params, "table": table, "verdict": verdict(table, params)}
+
+
+def _params(opts: DemoOptions, store: Any, manifest: Any) -> dict[str, Any]:
+    """The result's ``params``: the store, the data set as made, what each row ran."""
+    return {
+        "store": store.as_dict(),
+        "workload": opts.workload,
+        "n": len(manifest),
+        "mean_sample_bytes": round(manifest.total_bytes / len(manifest)),
+        "cache_frac": opts.cache_frac,
+        "repeats": opts.repeats,
+        "epochs": opts.epochs,
+        "step_ms": opts.step_ms,
+        "workers": opts.workers,
+        "batch_size": opts.batch_size,
+        "sim_seeds": list(opts.seeds),
+        "sim_epochs": opts.sim_epochs,
+    }
 
 
 def _label(store: Any) -> str:

@@ -47,14 +47,18 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import click
 
 from hotset.bench.fault_epochs import epoch_row, read_files
 from hotset.bench.faults_records import run_records
 from hotset.bench.faults_recovery import run_recovery
 from hotset.bench.faults_security import run_security
 from hotset.errors import HotsetError, IntegrityError
+from hotset.options import cli
 from hotset.storage.local import LocalStore
 
 __all__ = ["run"]
@@ -421,9 +425,28 @@ def _integrity(root: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def run(*, n: int = 2000, runs: int = 4, progress: bool = False) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FaultsOptions:
+    """How big and how often ``bench faults`` runs its scenarios; the command line is
+    generated from the fields (:mod:`hotset.cli.typed_options`), so a run built in
+    Python is checked alike."""
+
+    n: int = field(default=2000, metadata=cli(type=click.IntRange(min=400)))
+    runs: int = field(default=4, metadata=cli("Per scenario.", type=click.IntRange(min=1)))
+
+    def __post_init__(self) -> None:
+        """Sizes no scenario can run with fail before any work, naming the option."""
+        if self.n < 400:
+            raise HotsetError(f"bench faults: --n must be >= 400, got {self.n}")
+        if self.runs < 1:
+            raise HotsetError(f"bench faults: --runs must be >= 1, got {self.runs}")
+
+
+def run(opts: FaultsOptions = FaultsOptions(), *, progress: bool = False) -> dict[str, Any]:
     """Every scenario, ``runs`` times each where it repeats; rows for the result file."""
     from hotset.data import SynthConfig, make_synth
+
+    n, runs = opts.n, opts.runs
 
     def say(msg: str) -> None:
         if progress:

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hotset.bench.workloads import needs_chunks, workload_dir
+import click
+
+from hotset import options as typed
+from hotset.bench.workloads import DEFAULT_DATA_DIR, needs_chunks, workload_dir
 from hotset.errors import HotsetError
+from hotset.options import cli
 from hotset.sim.cell import belady_hits, needs_training, run_one
 from hotset.storage.presets import SIMULATED_DEFAULT, StoreModel
 
@@ -22,6 +26,7 @@ from hotset.storage.presets import SIMULATED_DEFAULT, StoreModel
 __all__ = [
     "DEFAULT_FRACS",
     "DEFAULT_SYSTEMS",
+    "HitratioOptions",
     "ServiceSeries",
     "belady_hits",
     "needs_training",
@@ -202,15 +207,60 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         plt.close(fig)
 
 
+def _systems_or_default(text: str, option: str) -> tuple[str, ...]:
+    """``--systems``: its specs, or the suite's default for an empty value."""
+    return typed.systems(text, option) if text else DEFAULT_SYSTEMS
+
+
+@dataclass(frozen=True)
+class HitratioOptions:
+    """What ``bench hitratio`` sweeps; the command line is generated from the fields
+    (:mod:`hotset.cli.typed_options`), so a run built in Python is checked alike.
+
+    ``systems`` None is the suite's default list (:data:`DEFAULT_SYSTEMS`, see
+    :attr:`system_list`); ``data_dir`` is where the workloads are generated once and
+    reused between runs.
+    """
+
+    workloads: tuple[str, ...] = field(default=("synth", "digits"), metadata=cli(parse=typed.texts))
+    systems: tuple[str, ...] | None = field(
+        default=None,
+        metadata=cli(
+            "Comma list (default: baselines, sh_lru, shade, emul_quiv).",
+            parse=_systems_or_default,
+        ),
+    )
+    fracs: tuple[float, ...] = field(default=DEFAULT_FRACS, metadata=cli(parse=typed.floats))
+    epochs: int = field(default=10, metadata=cli(type=click.IntRange(min=2)))
+    seed: int = field(default=0, metadata=cli(type=click.IntRange(min=0)))
+    synth_n: int = field(default=20_000, metadata=cli(type=click.IntRange(min=200)))
+    data_dir: Path = field(
+        default=DEFAULT_DATA_DIR,
+        metadata=cli(
+            "Where the workloads are generated once and reused.",
+            type=click.Path(file_okay=False, path_type=Path),
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        """A bad fraction or system spec fails before any work, naming itself."""
+        from hotset.systems.registry import parse_system
+
+        bad = [f for f in self.fracs if not 0 < f <= 1]
+        if bad:
+            raise HotsetError(f"--fracs: each fraction must be in (0, 1], got {bad[0]}")
+        for system in self.system_list:
+            parse_system(system)  # unknown names (or options syntax)
+
+    @property
+    def system_list(self) -> tuple[str, ...]:
+        """The systems swept: those given, else :data:`DEFAULT_SYSTEMS`."""
+        return DEFAULT_SYSTEMS if self.systems is None else self.systems
+
+
 def run(
+    opts: HitratioOptions = HitratioOptions(),
     *,
-    data_dir: Path,
-    workloads: Sequence[str] = ("synth", "digits"),
-    systems: Sequence[str] = DEFAULT_SYSTEMS,
-    fracs: Sequence[float] = DEFAULT_FRACS,
-    epochs: int = 10,
-    seed: int = 0,
-    synth_n: int = 20_000,
     figure: Path | None = None,
     progress: bool = True,
     store: StoreModel = SIMULATED_DEFAULT,
@@ -219,14 +269,14 @@ def run(
     store every run reads from (the default is what this suite always modeled)."""
     from tqdm import tqdm
 
-    from hotset.systems.registry import parse_system
-
-    for system in systems:
-        parse_system(system)  # unknown names (or options syntax) fail before any work
+    workloads, systems, fracs = opts.workloads, opts.system_list, opts.fracs
+    epochs, seed, synth_n = opts.epochs, opts.seed, opts.synth_n
     cells = [(w, s, f) for w in workloads for s in systems for f in fracs]
     packed = needs_chunks(systems)
     dirs = {
-        w: workload_dir(w, data_dir=data_dir, synth_n=synth_n, progress=progress, packed=packed)
+        w: workload_dir(
+            w, data_dir=opts.data_dir, synth_n=synth_n, progress=progress, packed=packed
+        )
         for w in workloads
     }
     rows: list[dict[str, Any]] = []
@@ -259,25 +309,30 @@ def run(
         },
         "table": table,
         "runs": rows,
-        "notes": [
-            "Simulated I/O: each run is the live-training simulator (virtual-clock store, "
-            f"{store.describe()}); hits, substitutions and reads are counted decisions and "
-            "real reads.",
-            "trained=True rows trained a real model (their order comes from its losses); "
-            "trained=False rows are baselines whose decisions cannot depend on training, run "
-            "without the model (tests/sim/test_sim_live.py holds them equal to trained runs).",
-            "service_ratio = exact hits + substitutions over epochs 2..E (both are also shown "
-            "apart); service_ratio_selective counts only the epochs that read a selection "
-            "(fewer requests than training ids: IIS epochs, ImPACT after its warm-up). "
-            "storage_requests = single-sample reads + unit_reads (chunks or packages, one "
-            "request each); pack_reads/pack_bytes are what iCACHE's packer read in the "
-            "background to write packages, not part of storage_requests.",
-            "exact_hit_ratio and substitution_ratio count epochs 2..E and are never merged "
-            "(the figure stacks them, with coverage_after_first -- distinct ids trained per "
-            "epoch over n_train -- on each bar); "
-            "exact_hit_ratio_all and belady_hit_ratio_all count the whole run; "
-            "belady_hit_ratio_all is Belady's MIN replayed on that row's own request sequence, holding "
-            "as many items as the byte budget could ever hold (the smallest samples): a proven "
-            "upper bound on any policy's exact hits for that sequence.",
-        ],
+        "notes": _notes(store),
     }
+
+
+def _notes(store: StoreModel) -> list[str]:
+    """How the rows were made and what each column counts, for the result's reader."""
+    return [
+        "Simulated I/O: each run is the live-training simulator (virtual-clock store, "
+        f"{store.describe()}); hits, substitutions and reads are counted decisions and "
+        "real reads.",
+        "trained=True rows trained a real model (their order comes from its losses); "
+        "trained=False rows are baselines whose decisions cannot depend on training, run "
+        "without the model (tests/sim/test_sim_live.py holds them equal to trained runs).",
+        "service_ratio = exact hits + substitutions over epochs 2..E (both are also shown "
+        "apart); service_ratio_selective counts only the epochs that read a selection "
+        "(fewer requests than training ids: IIS epochs, ImPACT after its warm-up). "
+        "storage_requests = single-sample reads + unit_reads (chunks or packages, one "
+        "request each); pack_reads/pack_bytes are what iCACHE's packer read in the "
+        "background to write packages, not part of storage_requests.",
+        "exact_hit_ratio and substitution_ratio count epochs 2..E and are never merged "
+        "(the figure stacks them, with coverage_after_first -- distinct ids trained per "
+        "epoch over n_train -- on each bar); "
+        "exact_hit_ratio_all and belady_hit_ratio_all count the whole run; "
+        "belady_hit_ratio_all is Belady's MIN replayed on that row's own request sequence, holding "
+        "as many items as the byte budget could ever hold (the smallest samples): a proven "
+        "upper bound on any policy's exact hits for that sequence.",
+    ]

@@ -12,11 +12,14 @@ nothing is trained, read or timed, so every figure is simulated.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+import click
+
+from hotset import options as typed
 from hotset.errors import HotsetError
+from hotset.options import cli
 from hotset.sim.icache_jobs import SCHEMES, JobModel, Setup, run_scheme
 
 #: CIFAR10's size in 32x32x3 images; job A (ShuffleNet-like) and B (ResNet50-like)
@@ -32,20 +35,80 @@ DEFAULT_SETUP = Setup(
 )
 
 
-def run(
-    *,
-    setup: Setup = DEFAULT_SETUP,
-    cache_fracs: Sequence[float] = (0.3, 0.5),
-    schemes: Sequence[str] = SCHEMES,
-    progress: bool = True,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class IcacheJobsOptions:
+    """What ``bench icachejobs`` models; the command line is generated from the fields
+    (:mod:`hotset.cli.typed_options`), so a run built in Python is checked alike.
+
+    The fields on the command line override ``base`` (Python only), which holds the
+    rest of the model the command line does not set: item sizes, the store, the jobs
+    and their compute. ``schemes`` (Python only) picks some of :data:`SCHEMES`.
+    """
+
+    cache_fracs: tuple[float, ...] = field(default=(0.3, 0.5), metadata=cli(parse=typed.floats))
+    n: int = field(default=DEFAULT_SETUP.n, metadata=cli(type=click.IntRange(min=100)))
+    epochs: int = field(default=DEFAULT_SETUP.epochs, metadata=cli(type=click.IntRange(min=1)))
+    batch_size: int = field(
+        default=DEFAULT_SETUP.batch_size, metadata=cli(type=click.IntRange(min=1))
+    )
+    probe: int = field(
+        default=DEFAULT_SETUP.probe,
+        metadata=cli(
+            "Mini-batches without the cache, then as many with it, at every epoch's start.",
+            type=click.IntRange(min=2),
+        ),
+    )
+    eligible_above: float = field(
+        default=DEFAULT_SETUP.threshold,
+        metadata=cli(
+            "A job's benefit must exceed this for its importance to count.",
+            type=click.FloatRange(min=1.0),
+        ),
+    )
+    correlation: float = field(
+        default=DEFAULT_SETUP.correlation,
+        metadata=cli(
+            "How alike the two jobs find samples hard (their difficulties, in log space).",
+            type=click.FloatRange(min=-1.0, max=1.0),
+        ),
+    )
+    seed: int = field(default=DEFAULT_SETUP.seed, metadata=cli(type=int))
+    schemes: tuple[str, ...] = SCHEMES
+    base: Setup = DEFAULT_SETUP
+
+    def __post_init__(self) -> None:
+        """Every bad value fails before any work, naming it."""
+        for scheme in self.schemes:
+            if scheme not in SCHEMES:
+                raise HotsetError(
+                    f"bench icachejobs: scheme must be one of {SCHEMES}, got {scheme!r}"
+                )
+        for one in self.setups():
+            one.check()
+
+    @property
+    def setup(self) -> Setup:
+        """The model with this run's figures (its cache share is each row's own)."""
+        return replace(
+            self.base,
+            n=self.n,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            probe=self.probe,
+            threshold=self.eligible_above,
+            correlation=self.correlation,
+            seed=self.seed,
+        )
+
+    def setups(self) -> list[Setup]:
+        """The model at each cache share, in ``cache_fracs``' order."""
+        return [replace(self.setup, cache_frac=frac) for frac in self.cache_fracs]
+
+
+def run(opts: IcacheJobsOptions = IcacheJobsOptions(), *, progress: bool = True) -> dict[str, Any]:
     """Every (cache share, scheme): one row per job; see the module docstring."""
-    for scheme in schemes:
-        if scheme not in SCHEMES:
-            raise HotsetError(f"bench icachejobs: scheme must be one of {SCHEMES}, got {scheme!r}")
-    setups = [replace(setup, cache_frac=frac) for frac in cache_fracs]
-    for one in setups:  # every bad value fails before any work
-        one.check()
+    setup, schemes = opts.setup, opts.schemes
+    setups = opts.setups()
     table: list[dict[str, Any]] = []
     for one in setups:
         frac = one.cache_frac
@@ -59,7 +122,7 @@ def run(
                         f"hit ratio {r['hit_ratio']:.3f}",
                         file=sys.stderr,
                     )
-    params = asdict(setup) | {"cache_fracs": list(cache_fracs), "schemes": list(schemes)}
+    params = asdict(setup) | {"cache_fracs": list(opts.cache_fracs), "schemes": list(schemes)}
     return {"params": params, "table": _with_speedups(table), "notes": _notes(setup)}
 
 

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from hotset.bench.loader_options import DEFAULT_SYSTEMS as DEFAULT_SYSTEMS
+from hotset.bench.loader_options import LoaderBenchOptions
 from hotset.bench.torch_baseline import (
     TUNED,
     UNTUNED,
@@ -44,9 +46,8 @@ from hotset.bench.torch_baseline import (
     untuned,
 )
 from hotset.errors import HotsetError
+from hotset.storage.presets import StoreModel
 from hotset.warnonce import call_once_warned
-
-DEFAULT_SYSTEMS = ("pytorch", "fifo", "lru", "lfu", "minio", "shade")
 
 
 class MemoryStore:
@@ -322,27 +323,17 @@ def hotset_row(
     return out
 
 
+#: the store of a run without one: 2 ms per request, 4 in flight, an unlimited link
+DEFAULT_STORE = StoreModel(latency_ms=2.0, bandwidth_mb_s=math.inf, max_concurrency=4)
+#: the options of a run without any (every default)
+DEFAULT_OPTIONS = LoaderBenchOptions()
+
+
 def run(
-    *,
-    latency_ms: float = 2.0,
-    concurrency: int = 4,
-    bandwidth_mb_s: float = math.inf,
-    workers: int = 4,
-    batch_size: int = 64,
-    compute_ms: float = 20.0,
-    cache_frac: float = 0.2,
-    n: int = 4000,
-    epochs: int = 3,
-    systems: Sequence[str] = DEFAULT_SYSTEMS,
-    image_size: int = 16,
-    io_threads: int = 8,
-    seed: int = 0,
-    dataset: str | None = None,
-    chunk_size: int = 64,
-    sizes: str = "small",
-    with_untuned: bool = False,
+    opts: LoaderBenchOptions = DEFAULT_OPTIONS, *, store: StoreModel = DEFAULT_STORE
 ) -> dict[str, Any]:
-    """Measure every row once; ``dataset`` (a directory) skips generating a synthetic one.
+    """Measure every row once over ``store``; ``opts.dataset`` (a directory) skips
+    generating a synthetic one.
 
     ``sizes="imagenet"`` pads the generated samples to ImageNet-like byte sizes
     (:mod:`hotset.data.sizes`: log-normal, mean 110 kB) with the same pixels.
@@ -350,105 +341,169 @@ def run(
     A generated data set is packed (a seeded shuffle cut into ``chunk_size`` chunks)
     when a system reads whole chunks; the others read its sample files as before.
     """
-    from hotset.bench.workloads import ensure_packed, needs_chunks
+    from hotset.bench.workloads import needs_chunks
+
+    chunked = needs_chunks(opts.systems)
+    with tempfile.TemporaryDirectory(prefix="hotset-bench-") as tmp:
+        data = _open_data(opts, Path(tmp), chunked=chunked)
+        table = _measure_rows(opts, store, data)
+    return {
+        "params": _params(opts, store, data.manifest, chunked=chunked),
+        "table": table,
+        "notes": _notes(opts, store),
+    }
+
+
+def _open_data(opts: LoaderBenchOptions, tmp: Path, *, chunked: bool) -> Any:
+    """``opts.dataset``, else a synthetic set generated under ``tmp`` (packed when a
+    system reads chunks), opened without retries: the modeled server stands for the
+    store, so no retry may hide its cost."""
+    from hotset.bench.workloads import ensure_packed
     from hotset.data import SynthConfig, make_synth
-    from hotset.data.sizes import size_model
-    from hotset.storage.local import LocalStore
-    from hotset.storage.shared_throttle import SharedThrottledStore
-    from hotset.systems.registry import parse_system
     from hotset.torch import open_dataset
 
-    for name in systems:
-        parse_system(name)
-    if not 0 < cache_frac <= 1:
-        raise HotsetError(f"cache_frac must be in (0, 1], got {cache_frac!r}")
-    if epochs < 1 or workers < 0 or batch_size < 1 or compute_ms < 0:
-        raise HotsetError("epochs and batch_size must be >= 1, workers and compute_ms >= 0")
-    size_model(sizes)  # an unknown name fails before any work
-    chunked = needs_chunks(systems)
-    with tempfile.TemporaryDirectory(prefix="hotset-bench-") as tmp:
-        if dataset is None:
-            dataset = str(Path(tmp) / "synth")
-            cfg = SynthConfig(n=n, image_size=image_size, seed=seed, sizes=sizes)
-            make_synth(dataset, cfg, workers=1)
-            if chunked:
-                ensure_packed(dataset, chunk_size=chunk_size, seed=seed)
-        # the modeled server below stands for the store: no retries around the files
-        data = open_dataset(dataset, retries=0)
-        manifest = data.manifest
-        inner = data.store
-        assert isinstance(inner, LocalStore)
-        compute_s = compute_ms / 1000.0
+    dataset = opts.dataset
+    if dataset is None:
+        dataset = str(tmp / "synth")
+        cfg = SynthConfig(n=opts.n, image_size=opts.image_size, seed=opts.seed, sizes=opts.sizes)
+        make_synth(dataset, cfg, workers=1)
+        if chunked:
+            ensure_packed(dataset, chunk_size=opts.chunk_size, seed=opts.seed)
+    return open_dataset(dataset, retries=0)
 
-        def throttled() -> SharedThrottledStore:
-            return SharedThrottledStore(
-                inner,
-                latency_ms=latency_ms,
-                bandwidth_mb_s=bandwidth_mb_s,
-                max_concurrency=concurrency,
-            )
 
-        common: dict[str, Any] = {"workers": workers, "batch_size": batch_size, "epochs": epochs}
-        table = torch_rows(
-            throttled,
-            manifest,
-            store_in_flight=concurrency,
-            io_threads=io_threads,
-            with_untuned=with_untuned,
-            compute_s=compute_s,
-            seed=seed,
-            **common,
-        )
-        for name in systems:
-            table.append(
-                hotset_row(
-                    name,
-                    data.with_store(throttled()),
-                    cache_frac=cache_frac,
-                    compute_s=compute_s,
-                    seed=seed,
-                    io_threads=io_threads,
-                    **common,
-                )
-                | {"requests_in_flight": max(1, workers) * io_threads}
-            )
-        memory = MemoryStore({k: inner.read(k) for k in manifest.keys})
-        row = plain_row("no-io", memory, manifest, compute_s=compute_s, seed=seed, **common)
-        row["storage_requests"] = 0
-        table.append(row)
-    return {
-        "params": {
-            "latency_ms": latency_ms,
-            "concurrency": concurrency,
-            "bandwidth_mb_s": None if math.isinf(bandwidth_mb_s) else bandwidth_mb_s,
-            "workers": workers,
-            "batch_size": batch_size,
-            "compute_ms": compute_ms,
-            "cache_frac": cache_frac,
-            "n": len(manifest),
-            "epochs": epochs,
-            "image_size": image_size,
-            "io_threads": io_threads,
-            "seed": seed,
-            "chunk_size": chunk_size if chunked else None,
-            "torch": tuned(concurrency, workers=workers, io_threads=io_threads).fields(concurrency),
-            "sizes": sizes,
-            "mean_sample_bytes": round(manifest.total_bytes / len(manifest)),
-        },
-        "table": table,
-        "notes": [
-            f"one modeled server for the whole job: {latency_ms:g} ms per request, "
-            f"{concurrency} requests in flight across all {workers} workers"
-            + ("" if math.isinf(bandwidth_mb_s) else f", one {bandwidth_mb_s:g} MB/s link")
-            + " (real clock)",
-            f"compute is a {compute_ms:g} ms sleep per batch; ceiling "
-            f"{1000.0 * batch_size / compute_ms if compute_ms else math.inf:.0f} samples/s",
-            TUNED_NOTE.format(in_flight=concurrency),
-            "stall = time the loop waited in next(), worker start-up included",
-            "per-sample losses fed back are random (the data path is measured, not learning); "
-            "a system that re-evaluates samples (ImPACT) gets a stand-in forward pass returning "
-            "random losses at no cost; unit_reads are chunk or package requests (in "
-            "storage_requests), pack_reads what iCACHE's packer read to write packages (not in "
-            "storage_requests)",
-        ],
+def _measure_rows(opts: LoaderBenchOptions, store: StoreModel, data: Any) -> list[dict[str, Any]]:
+    """The torch row(s), one row per hotset system, then the no-I/O row; each row that
+    reads storage gets a fresh modeled server (one row's queue never delays the next)."""
+    from hotset.storage.local import LocalStore
+
+    manifest = data.manifest
+    inner = data.store
+    assert isinstance(inner, LocalStore)
+    compute_s = opts.compute_ms / 1000.0
+
+    def throttled() -> Any:
+        return store.throttle(inner)
+
+    common: dict[str, Any] = {
+        "workers": opts.workers,
+        "batch_size": opts.batch_size,
+        "epochs": opts.epochs,
     }
+    table = torch_rows(
+        throttled,
+        manifest,
+        store_in_flight=store.max_concurrency,
+        io_threads=opts.io_threads,
+        with_untuned=opts.torch_untuned,
+        compute_s=compute_s,
+        seed=opts.seed,
+        **common,
+    )
+    for name in opts.systems:
+        table.append(
+            hotset_row(
+                name,
+                data.with_store(throttled()),
+                cache_frac=opts.cache_frac,
+                compute_s=compute_s,
+                seed=opts.seed,
+                io_threads=opts.io_threads,
+                **common,
+            )
+            | {"requests_in_flight": max(1, opts.workers) * opts.io_threads}
+        )
+    memory = MemoryStore({k: inner.read(k) for k in manifest.keys})
+    row = plain_row("no-io", memory, manifest, compute_s=compute_s, seed=opts.seed, **common)
+    row["storage_requests"] = 0
+    table.append(row)
+    return table
+
+
+def _params(
+    opts: LoaderBenchOptions, store: StoreModel, manifest: Any, *, chunked: bool
+) -> dict[str, Any]:
+    """The result's ``params``: what one run measured, the data set as it was read."""
+    concurrency, bandwidth_mb_s = store.max_concurrency, store.bandwidth_mb_s
+    return {
+        "latency_ms": store.latency_ms,
+        "concurrency": concurrency,
+        "bandwidth_mb_s": None if math.isinf(bandwidth_mb_s) else bandwidth_mb_s,
+        "workers": opts.workers,
+        "batch_size": opts.batch_size,
+        "compute_ms": opts.compute_ms,
+        "cache_frac": opts.cache_frac,
+        "n": len(manifest),
+        "epochs": opts.epochs,
+        "image_size": opts.image_size,
+        "io_threads": opts.io_threads,
+        "seed": opts.seed,
+        "chunk_size": opts.chunk_size if chunked else None,
+        "torch": tuned(concurrency, workers=opts.workers, io_threads=opts.io_threads).fields(
+            concurrency
+        ),
+        "sizes": opts.sizes,
+        "mean_sample_bytes": round(manifest.total_bytes / len(manifest)),
+    }
+
+
+def _notes(opts: LoaderBenchOptions, store: StoreModel) -> list[str]:
+    """How to read a run's rows: the store, the compute ceiling, what each row is."""
+    latency_ms, concurrency, bandwidth_mb_s = (
+        store.latency_ms,
+        store.max_concurrency,
+        store.bandwidth_mb_s,
+    )
+    compute_ms, batch_size = opts.compute_ms, opts.batch_size
+    return [
+        f"one modeled server for the whole job: {latency_ms:g} ms per request, "
+        f"{concurrency} requests in flight across all {opts.workers} workers"
+        + ("" if math.isinf(bandwidth_mb_s) else f", one {bandwidth_mb_s:g} MB/s link")
+        + " (real clock)",
+        f"compute is a {compute_ms:g} ms sleep per batch; ceiling "
+        f"{1000.0 * batch_size / compute_ms if compute_ms else math.inf:.0f} samples/s",
+        TUNED_NOTE.format(in_flight=concurrency),
+        "stall = time the loop waited in next(), worker start-up included",
+        "per-sample losses fed back are random (the data path is measured, not learning); "
+        "a system that re-evaluates samples (ImPACT) gets a stand-in forward pass returning "
+        "random losses at no cost; unit_reads are chunk or package requests (in "
+        "storage_requests), pack_reads what iCACHE's packer read to write packages (not in "
+        "storage_requests)",
+    ]
+
+
+def _quiet(_message: str) -> None:
+    """The default ``log``: a Python caller asked for no progress lines."""
+
+
+def run_tables(
+    opts: LoaderBenchOptions,
+    stores: Sequence[StoreModel],
+    *,
+    log: Callable[[str], None] = _quiet,
+) -> dict[str, Any]:
+    """One table per store (``bench loader`` runs one per latency), each row the median
+    of ``opts.repeats`` runs (:func:`median_of_runs`: one run moves by a few hundredths
+    on a shared machine), with every run kept under ``runs``."""
+    repeats = opts.repeats
+    table: list[dict[str, Any]] = []
+    runs = []
+    notes: list[str] = []
+    if repeats > 1:
+        notes.append(
+            f"{repeats} runs of every table: each speed is the median of the runs; "
+            "vs_no_io is the median of each run's ratio to its own no-I/O row, and "
+            "vs_no_io_runs lists every run's"
+        )
+    for store in stores:
+        latency = store.latency_ms
+        tables = []
+        for rep in range(repeats):
+            of = f" (run {rep + 1} of {repeats})" if repeats > 1 else ""
+            log(f"loader benchmark at {latency:g} ms per request{of} ...")
+            result = run(opts, store=store)
+            runs.append(result)
+            tables.append(with_rates(result["table"]))
+            notes += [note for note in result.get("notes", []) if note not in notes]
+        table += [{"latency_ms": latency} | row for row in median_of_runs(tables)]
+    return {"table": table, "notes": notes, "runs": runs, "store": [s.as_dict() for s in stores]}

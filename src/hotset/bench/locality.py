@@ -26,12 +26,17 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
 import numpy as np
 
+from hotset import options as typed
+from hotset.bench.workloads import DEFAULT_DATA_DIR
 from hotset.errors import HotsetError
+from hotset.options import cli
 
 DEFAULT_SYSTEMS = ("pytorch", "brand", "quiver")
 LAYOUTS = ("shuffled", "label-sorted")
@@ -40,24 +45,92 @@ LAYOUTS = ("shuffled", "label-sorted")
 DEFAULT_SEEDS = (1, 2, 3)
 
 
-def run(
+def _check(
     *,
-    data_dir: Path,
-    systems: Sequence[str] = DEFAULT_SYSTEMS,
-    n: int = 2000,
-    chunk_sizes: Sequence[int] = (16, 64),
-    cache_fracs: Sequence[float] = (0.1, 0.2),
-    epochs: int = 4,
-    seeds: Sequence[int] = DEFAULT_SEEDS,
-    batch_size: int = 64,
-    progress: bool = True,
-) -> dict[str, Any]:
+    n: int,
+    chunk_sizes: Sequence[int],
+    cache_fracs: Sequence[float],
+    epochs: int,
+    seeds: Sequence[int],
+) -> None:
+    """Named errors for values no run can have."""
+    if not seeds or any(seed < 0 for seed in seeds):
+        raise HotsetError(f"bench locality: seeds must be integers >= 0, got {list(seeds)}")
+    if n < 100:
+        raise HotsetError(f"bench locality: --n must be at least 100, got {n}")
+    if epochs < 2:
+        raise HotsetError(f"bench locality: --epochs must be at least 2 (pairs), got {epochs}")
+    if not chunk_sizes or any(c < 2 for c in chunk_sizes):
+        raise HotsetError(f"bench locality: chunk sizes must be >= 2, got {list(chunk_sizes)}")
+    if not cache_fracs or any(not 0 < f <= 1 for f in cache_fracs):
+        raise HotsetError(
+            f"bench locality: cache shares must be in (0, 1], got {list(cache_fracs)}"
+        )
+
+
+def _systems_or_default(text: str, option: str) -> tuple[str, ...]:
+    """``--systems``: its specs, or the suite's default for an empty value."""
+    return typed.systems(text, option) if text else DEFAULT_SYSTEMS
+
+
+@dataclass(frozen=True)
+class LocalityOptions:
+    """What ``bench locality`` measures; the command line is generated from the fields
+    (:mod:`hotset.cli.typed_options`), so a run built in Python is checked alike.
+
+    ``systems`` None is the suite's default list (:data:`DEFAULT_SYSTEMS`, see
+    :attr:`system_list`); ``data_dir`` is where the two data sets are generated once
+    and reused (and re-packed).
+    """
+
+    systems: tuple[str, ...] | None = field(
+        default=None,
+        metadata=cli("Comma list (default: pytorch, brand, quiver).", parse=_systems_or_default),
+    )
+    n: int = field(default=2000, metadata=cli(type=click.IntRange(min=100)))
+    chunk_sizes: tuple[int, ...] = field(default=(16, 64), metadata=cli(parse=typed.ints))
+    cache_fracs: tuple[float, ...] = field(default=(0.1, 0.2), metadata=cli(parse=typed.floats))
+    epochs: int = field(default=4, metadata=cli(type=click.IntRange(min=2)))
+    seeds: tuple[int, ...] = field(
+        default=DEFAULT_SEEDS,
+        metadata=cli(
+            "Runs averaged per row (0, the pack's shuffle seed, makes epoch 0 the pack order).",
+            parse=typed.ints,
+        ),
+    )
+    batch_size: int = field(default=64, metadata=cli(type=click.IntRange(min=1)))
+    data_dir: Path = field(
+        default=DEFAULT_DATA_DIR,
+        metadata=cli(
+            "Where the two data sets are generated once and reused (and re-packed).",
+            type=click.Path(file_okay=False, path_type=Path),
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        """Named errors for values no run can have, before any work."""
+        _check(
+            n=self.n,
+            chunk_sizes=self.chunk_sizes,
+            cache_fracs=self.cache_fracs,
+            epochs=self.epochs,
+            seeds=self.seeds,
+        )
+
+    @property
+    def system_list(self) -> tuple[str, ...]:
+        """The systems measured: those given, else :data:`DEFAULT_SYSTEMS`."""
+        return DEFAULT_SYSTEMS if self.systems is None else self.systems
+
+
+def run(opts: LocalityOptions = LocalityOptions(), *, progress: bool = True) -> dict[str, Any]:
     """Every layout x chunk size x cache share x system; see the module docstring."""
-    _check(n=n, chunk_sizes=chunk_sizes, cache_fracs=cache_fracs, epochs=epochs, seeds=seeds)
+    n, epochs, seeds, batch_size = opts.n, opts.epochs, opts.seeds, opts.batch_size
+    systems, chunk_sizes, cache_fracs = opts.system_list, opts.chunk_sizes, opts.cache_fracs
     table: list[dict[str, Any]] = []
     layouts: list[dict[str, Any]] = []
     for kind in LAYOUTS:
-        path = _dataset(data_dir, kind, n, progress=progress)
+        path = _dataset(opts.data_dir, kind, n, progress=progress)
         for chunk in chunk_sizes:
             if progress:
                 print(f"locality bench: {kind}, chunks of {chunk}", file=sys.stderr)
@@ -227,27 +300,6 @@ def _packed(path: Path, kind: str, chunk: int) -> tuple[Any, Any, Any, dict[str,
         "warned": homogeneity_warning(layout, labels) is not None,
     }
     return layout, labels, np.asarray(manifest.sizes, dtype=np.int64), about
-
-
-def _check(
-    *,
-    n: int,
-    chunk_sizes: Sequence[int],
-    cache_fracs: Sequence[float],
-    epochs: int,
-    seeds: Sequence[int],
-) -> None:
-    """Named errors for values no run can have."""
-    if not seeds or any(seed < 0 for seed in seeds):
-        raise HotsetError(f"bench locality: seeds must be integers >= 0, got {list(seeds)}")
-    if n < 100:
-        raise HotsetError(f"bench locality: --n must be at least 100, got {n}")
-    if epochs < 2:
-        raise HotsetError(f"bench locality: --epochs must be at least 2 (pairs), got {epochs}")
-    if not chunk_sizes or any(c < 2 for c in chunk_sizes):
-        raise HotsetError(f"bench locality: chunk sizes must be >= 2, got {list(chunk_sizes)}")
-    if not cache_fracs or any(not 0 < f <= 1 for f in cache_fracs):
-        raise HotsetError(f"bench locality: cache shares must be in (0, 1], got {cache_fracs}")
 
 
 def _notes(n: int, epochs: int, seeds: Sequence[int]) -> list[str]:

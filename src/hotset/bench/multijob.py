@@ -39,16 +39,20 @@ import multiprocessing
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
 import numpy as np
 
+from hotset import options as typed
 from hotset.bench.jobprocs import wait_for_jobs
-from hotset.bench.stagger import DEFAULT_STAGGER, Stagger
+from hotset.bench.stagger import Stagger, parse_stagger
+from hotset.bench.workloads import PACK_CHUNK_SIZE
 from hotset.errors import HotsetError
+from hotset.options import cli
 from hotset.storage.presets import StoreModel
 
 DEFAULT_SYSTEMS = ("pytorch", "minio", "quiver")
@@ -274,103 +278,159 @@ def _arrangements(system: str) -> tuple[str, ...]:
     return ARRANGEMENTS if capabilities_of(parse_system(system)[0]).caches else ("none",)
 
 
-def _check(*, jobs: int, epochs: int, systems: Sequence[str], cache_fracs: Sequence[float]) -> None:
-    """Every bad argument fails before any work, naming the value."""
-    from hotset.systems.registry import get_spec, parse_system
-
-    for spec in systems:
-        get_spec(parse_system(spec)[0])
-    if jobs < 1:
-        raise HotsetError(f"bench multijob: --jobs must be >= 1, got {jobs}")
-    if epochs < 1:
-        raise HotsetError(f"bench multijob: --epochs must be >= 1, got {epochs}")
-    for frac in cache_fracs:
-        if not 0 < frac <= 1:
-            raise HotsetError(f"bench multijob: a cache share must be in (0, 1], got {frac!r}")
-
-
-def run(
-    *,
-    jobs: int = 4,
-    systems: Sequence[str] = DEFAULT_SYSTEMS,
-    cache_fracs: Sequence[float] = (0.1, 0.2),
-    n: int = 3000,
-    epochs: int = 3,
-    batch_size: int = 32,
-    store: StoreModel = DEFAULT_STORE,
-    workers: int = 0,
-    seed: int = 0,
-    progress: bool = True,
-    chunk_size: int | None = None,
-    stagger: Stagger | None = DEFAULT_STAGGER,
-    step_ms: float = 0.0,
-) -> dict[str, Any]:
-    """Every (system, arrangement, cache share), lockstep then staggered; see the module
-    docstring.
+@dataclass(frozen=True)
+class MultijobOptions:
+    """What ``bench multijob`` runs; the command line is generated from the fields
+    (:mod:`hotset.cli.typed_options`), so a run built in Python is checked alike.
 
     ``chunk_size`` packs the data set in chunk files of that many samples (the
     suites' usual 64 by default): a Quiver chunk of the cache holds more of them,
-    so jobs have more units to share between them. ``stagger`` None runs the
-    lockstep rows only; one job has nothing to stagger and runs lockstep only.
-    ``step_ms`` is the model's step per batch, a fixed wait in each job (0: none):
-    jobs on accelerators go at the pace of their steps (Quiver's multi-jobs "proceed
-    at a similar pace", §5.1), where jobs that only read go at the pace the machine
-    gives each process.
+    so jobs have more units to share between them. ``stagger`` is as typed
+    (``--stagger``): ``none`` runs the lockstep rows only, and one job has nothing
+    to stagger and runs lockstep only. ``step_ms`` is the model's step per batch, a
+    fixed wait in each job (0: none): jobs on accelerators go at the pace of their
+    steps (Quiver's multi-jobs "proceed at a similar pace", §5.1), where jobs that
+    only read go at the pace the machine gives each process.
     """
-    from hotset.bench.redis_server import local_redis
-    from hotset.bench.workloads import PACK_CHUNK_SIZE, PACK_SHUFFLE_SEED, ensure_packed
-    from hotset.data import Manifest, SynthConfig, make_synth
-    from hotset.storage.local import LocalStore
 
-    _check(jobs=jobs, epochs=epochs, systems=systems, cache_fracs=cache_fracs)
-    if not (math.isfinite(step_ms) and step_ms >= 0):
-        raise HotsetError(f"bench multijob: --step-ms must be a number >= 0, got {step_ms!r}")
-    pack = PACK_CHUNK_SIZE if chunk_size is None else chunk_size
-    if pack < 1:
-        raise HotsetError(f"bench multijob: --chunk-size must be >= 1, got {pack}")
+    jobs: int = field(default=4, metadata=cli(type=click.IntRange(min=1)))
+    systems: tuple[str, ...] = field(default=DEFAULT_SYSTEMS, metadata=cli(parse=typed.systems))
+    cache_fracs: tuple[float, ...] = field(
+        default=(0.1, 0.2),
+        metadata=cli(
+            "Comma list: each job's private cache, or the one shared namespace, as a "
+            "share of the data set's bytes.",
+            parse=typed.floats,
+            flag="--cache-frac",
+        ),
+    )
+    n: int = field(default=3000, metadata=cli(type=click.IntRange(min=64)))
+    epochs: int = field(default=3, metadata=cli(type=click.IntRange(min=1)))
+    batch_size: int = field(default=32, metadata=cli(type=click.IntRange(min=1)))
+    stagger: str = field(
+        default="epoch",
+        metadata=cli(
+            "Beside each lockstep row, a row whose jobs start apart: 'epoch' (job j of J "
+            "starts j/J of a lockstep epoch after job 0), '<F>epoch' (spread over F epochs), "
+            "'<S>s' (S seconds between consecutive starts), or 'none' (lockstep rows only)."
+        ),
+    )
+    workers: int = field(default=0, metadata=cli("Per job.", type=click.IntRange(min=0)))
+    step_ms: float = field(
+        default=0.0,
+        metadata=cli(
+            "The model's step per batch, a fixed wait in each job (0: the jobs only read).",
+            type=click.FloatRange(min=0),
+        ),
+    )
+    seed: int = field(default=0, metadata=cli("Job i uses seed + i.", type=int))
+    chunk_size: int = field(
+        default=PACK_CHUNK_SIZE,
+        metadata=cli("Samples per chunk file of the packed data set.", type=click.IntRange(min=1)),
+    )
+
+    def __post_init__(self) -> None:
+        """Every bad value fails before any work, naming it."""
+        from hotset.systems.registry import get_spec, parse_system
+
+        for spec in self.systems:
+            get_spec(parse_system(spec)[0])
+        if self.jobs < 1:
+            raise HotsetError(f"bench multijob: --jobs must be >= 1, got {self.jobs}")
+        if self.epochs < 1:
+            raise HotsetError(f"bench multijob: --epochs must be >= 1, got {self.epochs}")
+        for frac in self.cache_fracs:
+            if not 0 < frac <= 1:
+                raise HotsetError(f"bench multijob: a cache share must be in (0, 1], got {frac!r}")
+        if not (math.isfinite(self.step_ms) and self.step_ms >= 0):
+            raise HotsetError(
+                f"bench multijob: --step-ms must be a number >= 0, got {self.step_ms!r}"
+            )
+        if self.chunk_size < 1:
+            raise HotsetError(f"bench multijob: --chunk-size must be >= 1, got {self.chunk_size}")
+        parse_stagger(self.stagger)  # a bad --stagger fails here, naming itself
+
+    @property
+    def start_stagger(self) -> Stagger | None:
+        """How far apart the staggered rows' jobs start; None: lockstep rows only."""
+        return parse_stagger(self.stagger)
+
+
+def run(
+    opts: MultijobOptions = MultijobOptions(),
+    *,
+    store: StoreModel = DEFAULT_STORE,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Every (system, arrangement, cache share), lockstep then staggered; see the module
+    docstring and :class:`MultijobOptions`."""
+    from hotset.bench.redis_server import local_redis
+
+    stagger = opts.start_stagger
     table: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="hotset-multijob-") as tmp, local_redis() as redis:
-        work = Path(tmp)
-        dataset = str(work / "synth")
-        make_synth(dataset, SynthConfig(n=n, image_size=16, seed=seed), workers=1)
-        # every system reads the same packed set: chunk readers need it, others ignore it
-        ensure_packed(dataset, chunk_size=pack, seed=PACK_SHUFFLE_SEED)
-        suite = _Suite(
-            jobs=jobs,
-            dataset=dataset,
-            dataset_bytes=int(np.sum(Manifest.load(dataset).sizes)),
-            n=n,
-            redis_url=redis.url,
-            epochs=epochs,
-            batch_size=batch_size,
-            workers=workers,
-            seed=seed,
-            work=work,
-            step_s=step_ms / 1000.0,
-        )
-        inner = LocalStore(dataset)
-        for system in systems:
-            for arrangement in _arrangements(system):
-                for frac in cache_fracs if arrangement != "none" else (0.0,):
-                    pair = _side_by_side(
-                        suite, inner, store, stagger, system, arrangement, frac, len(table)
-                    )
-                    for row, per_job in pair:
-                        table.append(row)
-                        details.append(
-                            {k: row[k] for k in ("system", "arrangement", "cache_frac", "start")}
-                            | {"jobs": per_job}
-                        )
-                        if progress:
-                            _print_row(row)
+        suite = _make_suite(opts, Path(tmp), redis.url)
+        for row, per_job in _every_run(suite, opts, store, stagger):
+            table.append(row)
+            details.append(
+                {k: row[k] for k in ("system", "arrangement", "cache_frac", "start")}
+                | {"jobs": per_job}
+            )
+            if progress:
+                _print_row(row)
     return {
-        "params": _params(suite, store, pack, stagger),
+        "params": _params(suite, store, opts.chunk_size, stagger),
         "store": store.as_dict(),
         "table": table,
-        "notes": _notes(suite, store, pack, stagger),
+        "notes": _notes(suite, store, opts.chunk_size, stagger),
         "jobs": details,
     }
+
+
+def _make_suite(opts: MultijobOptions, work: Path, redis_url: str) -> _Suite:
+    """The synthetic data set, packed, under ``work``, and what every run shares.
+
+    Every system reads the same packed set: chunk readers need it, others ignore it.
+    """
+    from hotset.bench.workloads import PACK_SHUFFLE_SEED, ensure_packed
+    from hotset.data import Manifest, SynthConfig, make_synth
+
+    dataset = str(work / "synth")
+    make_synth(dataset, SynthConfig(n=opts.n, image_size=16, seed=opts.seed), workers=1)
+    ensure_packed(dataset, chunk_size=opts.chunk_size, seed=PACK_SHUFFLE_SEED)
+    return _Suite(
+        jobs=opts.jobs,
+        dataset=dataset,
+        dataset_bytes=int(np.sum(Manifest.load(dataset).sizes)),
+        n=opts.n,
+        redis_url=redis_url,
+        epochs=opts.epochs,
+        batch_size=opts.batch_size,
+        workers=opts.workers,
+        seed=opts.seed,
+        work=work,
+        step_s=opts.step_ms / 1000.0,
+    )
+
+
+def _every_run(
+    suite: _Suite, opts: MultijobOptions, store: StoreModel, stagger: Stagger | None
+) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """(row, per-job reports) of every run, in the table's order: per system, each
+    arrangement (one ``none`` without a cache), each cache share, lockstep then staggered."""
+    from hotset.storage.local import LocalStore
+
+    inner = LocalStore(suite.dataset)
+    run_id = 0
+    for system in opts.systems:
+        for arrangement in _arrangements(system):
+            for frac in opts.cache_fracs if arrangement != "none" else (0.0,):
+                pair = _side_by_side(
+                    suite, inner, store, stagger, system, arrangement, frac, run_id
+                )
+                run_id += len(pair)
+                yield from pair
 
 
 def _side_by_side(

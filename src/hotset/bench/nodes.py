@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import click
 import numpy as np
 
+from hotset import options as typed
 from hotset.errors import HotsetError
+from hotset.options import cli
 from hotset.sim.nodes import MODEL_LIMITS, Costs, run_nodes, scopes_for
 from hotset.storage.presets import SIMULATED_DEFAULT, StoreModel
 from hotset.systems.registry import parse_system
@@ -41,17 +43,44 @@ def workload_sizes(n: int, *, seed: int = 0) -> Any:
     return np.maximum(1, rng.lognormal(mu, sigma, n)).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class NodesOptions:
+    """What ``bench nodes`` simulates; the command line is generated from the fields
+    (:mod:`hotset.cli.typed_options`), so a run built in Python is checked alike.
+
+    ``systems`` may hold options with commas (``shade[a=1,b=2]``): the parser knows
+    brackets. ``imagenet_nodes`` adds one ImageNet-sized run on that many nodes (0: none).
+    """
+
+    systems: tuple[str, ...] = field(default=DEFAULT_SYSTEMS, metadata=cli(parse=typed.systems))
+    nodes: tuple[int, ...] = field(default=(1, 2, 4), metadata=cli(parse=typed.ints))
+    cache_fracs: tuple[float, ...] = field(
+        default=(0.1, 0.2), metadata=cli("Per node.", parse=typed.floats)
+    )
+    n: int = field(default=20_000, metadata=cli(type=click.IntRange(min=16)))
+    epochs: int = field(default=4, metadata=cli(type=click.IntRange(min=2)))
+    batch_size: int = field(default=128, metadata=cli(type=click.IntRange(min=1)))
+    imagenet_nodes: int = field(
+        default=0,
+        metadata=cli(
+            "Also ImageNet-1k sizes on this many nodes (0: skip; slow at 64).",
+            type=click.IntRange(min=0),
+        ),
+    )
+    imagenet_frac: float = field(default=0.01, metadata=cli("Per node.", type=float))
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        """An unknown system (or a bad option of one) fails before any work."""
+        from hotset.systems.registry import get_spec
+
+        for spec in self.systems:
+            get_spec(parse_system(spec)[0])
+
+
 def run(
+    opts: NodesOptions = NodesOptions(),
     *,
-    systems: Sequence[str] = DEFAULT_SYSTEMS,
-    nodes: Sequence[int] = (1, 2, 4),
-    cache_fracs: Sequence[float] = (0.1, 0.2),
-    n: int = 20_000,
-    epochs: int = 4,
-    batch_size: int = 128,
-    imagenet_nodes: int = 0,
-    imagenet_frac: float = 0.01,
-    seed: int = 0,
     store: StoreModel = SIMULATED_DEFAULT,
     progress: bool = True,
 ) -> dict[str, Any]:
@@ -60,11 +89,13 @@ def run(
     ``store`` is each node's own storage client in the cost model (:func:`store_costs`);
     the default is the figures this suite always modeled (2 ms, 100 MB/s, 4 in flight).
     """
+    n, epochs, batch_size, seed = opts.n, opts.epochs, opts.batch_size, opts.seed
+    systems = opts.systems
     grid: list[tuple[str, int, int, float]] = [
-        ("synth", n, k, f) for k in nodes for f in cache_fracs
+        ("synth", n, k, f) for k in opts.nodes for f in opts.cache_fracs
     ]
-    if imagenet_nodes:
-        grid.append(("imagenet", IMAGENET_N, imagenet_nodes, imagenet_frac))
+    if opts.imagenet_nodes:
+        grid.append(("imagenet", IMAGENET_N, opts.imagenet_nodes, opts.imagenet_frac))
     cost_model = store_costs(store)
     rows: list[dict[str, Any]] = []
     sizes_of: dict[int, Any] = {}
@@ -105,19 +136,24 @@ def run(
         "costs": asdict(cost_model),
         "store": store.as_dict(),
         "table": rows,
-        "notes": [
-            "Simulated: hotset.sim.nodes drives the engine for every rank in lockstep; "
-            "figures are per epoch, averaged over the epochs after the first.",
-            f"Store: {store.describe()}, each node's own client.",
-            "scope=private: a cache of cache_frac_per_node of the data on each node; "
-            "scope=pooled: one cache of nodes x that, entries placed on nodes by id hash; "
-            "remote_hit_share is the share of the requests the cache served (exact hits, "
-            "substitutions, fetched-ahead uses) that another node's part served.",
-            f"Workloads: synth = {n} samples of log-normal sizes around {MEAN_BYTES} B; "
-            f"imagenet = {IMAGENET_N} samples of the same size distribution.",
-            *[f"Model: {line}." for line in MODEL_LIMITS],
-        ],
+        "notes": _notes(n, store),
     }
+
+
+def _notes(n: int, store: StoreModel) -> list[str]:
+    """What the model is and leaves out, for the reader of the result file."""
+    return [
+        "Simulated: hotset.sim.nodes drives the engine for every rank in lockstep; "
+        "figures are per epoch, averaged over the epochs after the first.",
+        f"Store: {store.describe()}, each node's own client.",
+        "scope=private: a cache of cache_frac_per_node of the data on each node; "
+        "scope=pooled: one cache of nodes x that, entries placed on nodes by id hash; "
+        "remote_hit_share is the share of the requests the cache served (exact hits, "
+        "substitutions, fetched-ahead uses) that another node's part served.",
+        f"Workloads: synth = {n} samples of log-normal sizes around {MEAN_BYTES} B; "
+        f"imagenet = {IMAGENET_N} samples of the same size distribution.",
+        *[f"Model: {line}." for line in MODEL_LIMITS],
+    ]
 
 
 def store_costs(store: StoreModel) -> Costs:

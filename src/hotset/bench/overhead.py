@@ -17,12 +17,15 @@ import random
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
 import numpy as np
 
 from hotset.errors import HotsetError
+from hotset.options import cli, cli_fields
 
 
 def _row(metric: str, value: float | None, unit: str, detail: str) -> dict[str, Any]:
@@ -35,9 +38,12 @@ def _row(metric: str, value: float | None, unit: str, detail: str) -> dict[str, 
 
 
 def policy_rows(accesses: int) -> list[dict[str, Any]]:
+    from hotset.bench.sim import SimBenchOptions
     from hotset.bench.sim import run as run_sim
 
-    result = run_sim(accesses=accesses, n=max(1000, accesses // 10), cache_frac=0.2)
+    result = run_sim(
+        SimBenchOptions(accesses=accesses, n=max(1000, accesses // 10), cache_frac=0.2)
+    )
     return [
         _row(
             f"policy decisions ({r['policy']})",
@@ -176,14 +182,33 @@ def loader_rows(n: int = 2000, batch_size: int = 64, epochs: int = 2) -> list[di
     return rows
 
 
-def run(
-    *,
-    accesses: int = 300_000,
-    loader_n: int = 2000,
-    cache_count: int = 256,
-    cache_size: int = 100_000,
-    cache_rounds: int = 20,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class OverheadOptions:
+    """How much ``bench overhead`` measures; the command line is generated from the
+    fields (:mod:`hotset.cli.typed_options`), so a run built in Python is checked alike."""
+
+    accesses: int = field(default=300_000, metadata=cli(type=click.IntRange(min=1000)))
+    loader_n: int = field(default=2000, metadata=cli(type=click.IntRange(min=100)))
+    cache_count: int = field(default=256, metadata=cli(type=click.IntRange(min=1)))
+    cache_size: int = field(default=100_000, metadata=cli(type=click.IntRange(min=1)))
+    cache_rounds: int = field(default=20, metadata=cli(type=click.IntRange(min=1)))
+
+    def __post_init__(self) -> None:
+        """A count below its option's range fails before any work, naming the option: the
+        command line's ranges (each field's ``IntRange``) hold for a run built in Python."""
+        for spec_field, spec in cli_fields(type(self)):
+            value, least = getattr(self, spec_field.name), spec.type.min
+            if value < least:
+                raise HotsetError(
+                    f"bench overhead: {spec.option_name(spec_field.name)} must be >= {least}, "
+                    f"got {value}"
+                )
+
+
+def run(opts: OverheadOptions = OverheadOptions()) -> dict[str, Any]:
+    """Every measurement in turn: policy, loader, shared memory, Redis."""
+    accesses, loader_n = opts.accesses, opts.loader_n
+    cache_count, cache_size, cache_rounds = opts.cache_count, opts.cache_size, opts.cache_rounds
     table = [
         *policy_rows(accesses),
         *loader_rows(n=loader_n),

@@ -30,12 +30,15 @@ import multiprocessing
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
+
 from hotset.bench.jobprocs import wait_for_jobs
 from hotset.errors import HotsetError
+from hotset.options import cli
 
 LOOPS = {"open": "quiver[probe={probe}]", "closed": "quiver[probe={probe},placement=true]"}
 JOBS = ("io", "gpu")
@@ -44,22 +47,45 @@ JOB_TIMEOUT_S = 900.0
 
 
 @dataclass(frozen=True)
-class Params:
-    """One invocation's settings (every run of it shares them)."""
+class PlacementOptions:
+    """What ``bench placement`` runs (every run of one invocation shares it); the command
+    line is generated from the fields (:mod:`hotset.cli.typed_options`), so a run built
+    in Python is checked alike."""
 
-    n: int = 600
-    epochs: int = 5
-    batch_size: int = 16
-    probe: int = 8
-    latency_ms: float = 2.0
-    step_ms: float = 300.0
-    #: the namespace's budget over the larger data set's bytes
-    cache_frac: float = 1.0
-    #: epochs the gpu job trains before the io job starts
-    lead_epochs: int = 2
-    seed: int = 0
+    n: int = field(default=600, metadata=cli(type=click.IntRange(min=64)))
+    epochs: int = field(default=5, metadata=cli(type=click.IntRange(min=2)))
+    batch_size: int = field(default=16, metadata=cli(type=click.IntRange(min=1)))
+    probe: int = field(default=8, metadata=cli("Batches a window.", type=click.IntRange(min=2)))
+    latency_ms: float = field(
+        default=2.0,
+        metadata=cli(
+            "Each job's modeled store: ms a request, one at a time.",
+            type=click.FloatRange(min=0),
+        ),
+    )
+    step_ms: float = field(
+        default=300.0,
+        metadata=cli(
+            "The gpu job's model step per batch (the io job has none).",
+            type=click.FloatRange(min=0),
+        ),
+    )
+    cache_frac: float = field(
+        default=1.0,
+        metadata=cli(
+            "The namespace's budget over the larger data set's bytes.",
+            type=click.FloatRange(min=0, min_open=True, max=2),
+        ),
+    )
+    lead_epochs: int = field(
+        default=2,
+        metadata=cli(
+            "Epochs the gpu job trains before the io job starts.", type=click.IntRange(min=0)
+        ),
+    )
+    seed: int = field(default=0, metadata=cli(type=int))
 
-    def check(self) -> None:
+    def __post_init__(self) -> None:
         """Every bad value fails before any work, naming it."""
         if self.lead_epochs < 0 or self.lead_epochs >= self.epochs:
             raise HotsetError(
@@ -170,7 +196,7 @@ def _start_jobs(job: dict[str, Any]) -> None:
     wait_for_jobs(procs, names=JOBS, timeout_s=JOB_TIMEOUT_S, suite="placement", what=job["system"])
 
 
-def _datasets(work: Path, params: Params) -> list[dict[str, Any]]:
+def _datasets(work: Path, opts: PlacementOptions) -> list[dict[str, Any]]:
     """Two synthetic data sets of one size and different content, each with its digest."""
     from hotset.data import Manifest, SynthConfig, make_synth
     from hotset.data.digest import compute_digest, write_digest
@@ -179,25 +205,24 @@ def _datasets(work: Path, params: Params) -> list[dict[str, Any]]:
     out = []
     for i, name in enumerate(JOBS):
         path = work / name
-        make_synth(path, SynthConfig(n=params.n, image_size=16, seed=params.seed + 101 * i))
+        make_synth(path, SynthConfig(n=opts.n, image_size=16, seed=opts.seed + 101 * i))
         manifest = Manifest.load(path)
         digest = write_digest(compute_digest(manifest, LocalStore(path)), path / "digest.json")
         out.append({"dataset": str(path), "digest": str(digest), "bytes": int(sum(manifest.sizes))})
     return out
 
 
-def run(params: Params, *, progress: bool = True) -> dict[str, Any]:
+def run(opts: PlacementOptions = PlacementOptions(), *, progress: bool = True) -> dict[str, Any]:
     """Open loop, then closed, on a fresh namespace each; see the module docstring."""
     from hotset.bench.redis_server import local_redis
 
-    params.check()
     table: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="hotset-quiverloop-") as tmp, local_redis() as redis:
         work = Path(tmp)
-        sets = _datasets(work, params)
-        budget = int(params.cache_frac * max(s["bytes"] for s in sets))
-        steps = {"io": 0.0, "gpu": params.step_ms / 1000.0}
+        sets = _datasets(work, opts)
+        budget = int(opts.cache_frac * max(s["bytes"] for s in sets))
+        steps = {"io": 0.0, "gpu": opts.step_ms / 1000.0}
         for loop, spec in LOOPS.items():
             out = work / loop
             out.mkdir()
@@ -208,26 +233,26 @@ def run(params: Params, *, progress: bool = True) -> dict[str, Any]:
                         "step_s": steps[name],
                         "workers": 0 if name == "io" else 2,
                         "waits": name == "io",
-                        "store": _server(sets[i]["dataset"], params.latency_ms),
+                        "store": _server(sets[i]["dataset"], opts.latency_ms),
                     }
                     for i, name in enumerate(JOBS)
                 ],
-                "system": spec.format(probe=params.probe),
+                "system": spec.format(probe=opts.probe),
                 "redis_url": redis.url,
                 "cache_bytes": budget,
                 "namespace": f"bench-quiverloop-{loop}",
-                "latency_ms": params.latency_ms,
-                "batch_size": params.batch_size,
-                "epochs": params.epochs,
-                "lead": params.lead_epochs,
-                "seed": params.seed,
+                "latency_ms": opts.latency_ms,
+                "batch_size": opts.batch_size,
+                "epochs": opts.epochs,
+                "lead": opts.lead_epochs,
+                "seed": opts.seed,
                 "out": str(out),
             }
             _start_jobs(job)
             for i, name in enumerate(JOBS):
                 done = json.loads((out / f"job{i}.json").read_text())
                 epochs = done["epochs"]
-                row = _row(loop, name, steps[name], done, params, sets[i]["bytes"], budget)
+                row = _row(loop, name, steps[name], done, opts, sets[i]["bytes"], budget)
                 table.append(row)
                 details.append(
                     {"loop": loop, "job": name, "system": job["system"]} | {"epochs": epochs}
@@ -235,9 +260,9 @@ def run(params: Params, *, progress: bool = True) -> dict[str, Any]:
                 if progress:
                     _print_row(row)
     return {
-        "params": params.__dict__ | {"namespace_bytes": budget},
+        "params": asdict(opts) | {"namespace_bytes": budget},
         "table": table,
-        "notes": _notes(params),
+        "notes": _notes(opts),
         "jobs": details,
     }
 
@@ -257,7 +282,7 @@ def _row(
     job: str,
     step_s: float,
     done: dict[str, Any],
-    params: Params,
+    opts: PlacementOptions,
     dataset_bytes: int,
     budget: int,
 ) -> dict[str, Any]:
@@ -277,14 +302,14 @@ def _row(
         "caching": last["caching"],
         "placement": last["placement"],
         "epoch_s": round(mean("seconds"), 3),
-        "samples_per_s": round(params.n / mean("seconds"), 1),
+        "samples_per_s": round(opts.n / mean("seconds"), 1),
         "storage_requests_per_epoch": round(mean("storage_requests"), 1),
         "storage_mb_per_epoch": round(mean("storage_bytes") / 1e6, 3),
         "rebuild_reads_per_epoch": round(mean("rebuild_reads"), 1),
         "refused_puts_per_epoch": round(mean("refused_puts"), 1),
         "cached_share_end": round(done["cached_bytes"] / dataset_bytes, 4),
         "namespace_share_end": round(done["cached_bytes"] / budget, 4) if budget else 0.0,
-        "every_id_every_epoch": all(e["distinct"] == params.n for e in epochs),
+        "every_id_every_epoch": all(e["distinct"] == opts.n for e in epochs),
     }
 
 
@@ -297,17 +322,17 @@ def _print_row(row: dict[str, Any]) -> None:
     )
 
 
-def _notes(params: Params) -> list[str]:
+def _notes(opts: PlacementOptions) -> list[str]:
     return [
         f"Measured: two job processes started together, each on its own synthetic data set "
-        f"of {params.n} samples (same size, different content), one content-addressed "
-        f"Redis namespace (loopback) of {params.cache_frac:g} x the larger data set's bytes for "
-        f"both, {params.epochs} epochs of batch {params.batch_size}; each job reads its own "
-        f"modeled store, {params.latency_ms:g} ms a request, one at a time across the job's processes.",
-        f"io: no model step, no DataLoader workers; gpu: a {params.step_ms:g} ms step a "
+        f"of {opts.n} samples (same size, different content), one content-addressed "
+        f"Redis namespace (loopback) of {opts.cache_frac:g} x the larger data set's bytes for "
+        f"both, {opts.epochs} epochs of batch {opts.batch_size}; each job reads its own "
+        f"modeled store, {opts.latency_ms:g} ms a request, one at a time across the job's processes.",
+        f"io: no model step, no DataLoader workers; gpu: a {opts.step_ms:g} ms step a "
         "batch (a fixed wait) and two DataLoader workers, whose reads overlap the step.",
-        f"open: quiver[probe={params.probe}] (measured, applied nowhere); closed: "
-        f"quiver[probe={params.probe},placement=true] (each job publishes its probe and "
+        f"open: quiver[probe={opts.probe}] (measured, applied nowhere); closed: "
+        f"quiver[probe={opts.probe},placement=true] (each job publishes its probe and "
         "applies place() at its next epoch's start; a job below min_benefit 1.1 stops "
         "caching).",
         "Per job, epochs after the first (cold) one averaged: epoch_s, samples/s, storage "

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from hotset.bench.sim_options import SimBenchOptions
 from hotset.engine.budget import Budget
 from hotset.engine.outcome import Outcome
 from hotset.engine.roles import NeedsFuture, missing_role
-from hotset.errors import HotsetError
-from hotset.policies.registry import make_policy, policy_class
+from hotset.policies.registry import make_policy
 
 #: the policies measured by default (every classic one)
 DEFAULT_POLICIES = ("nocache", "fifo", "lru", "lfu", "minio", "belady", "oracle")
@@ -31,22 +31,14 @@ def permutation_trace(*, accesses: int, n: int, seed: int) -> np.ndarray[Any, np
     return np.concatenate([rng.permutation(n) for _ in range(epochs)])[:accesses].astype(np.int64)
 
 
-def run(
-    *,
-    accesses: int = 1_000_000,
-    n: int = 100_000,
-    cache_frac: float = 0.2,
-    seed: int = 0,
-    policies: list[str] | None = None,
-) -> dict[str, Any]:
+#: the options of a run without any (every default)
+DEFAULT_OPTIONS = SimBenchOptions()
+
+
+def run(opts: SimBenchOptions = DEFAULT_OPTIONS) -> dict[str, Any]:
     """Time one replay per policy; rows carry accesses/s and the hit ratio reached."""
-    if accesses < 1 or n < 1:
-        raise HotsetError(f"accesses and n must be positive, got {accesses} and {n}")
-    if not 0.0 < cache_frac <= 1.0:
-        raise HotsetError(f"cache_frac must be in (0, 1], got {cache_frac}")
-    names = list(policies) if policies else list(DEFAULT_POLICIES)
-    for name in names:
-        policy_class(name)
+    accesses, n, cache_frac, seed = opts.accesses, opts.n, opts.cache_frac, opts.seed
+    names = list(opts.policies) if opts.policies else list(DEFAULT_POLICIES)
     trace = permutation_trace(accesses=accesses, n=n, seed=seed)
     capacity = max(1, int(cache_frac * n))
     table: list[dict[str, Any]] = []

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import click
 
+from hotset.bench.brand import BrandOptions
 from hotset.cli.bench import finish, root_option
 from hotset.cli.json_option import json_option
 from hotset.cli.store_option import store_line, store_option
+from hotset.cli.typed_options import options_from
 
 
 @click.command("brand")
@@ -31,11 +33,7 @@ from hotset.cli.store_option import store_line, store_option
     default=None,
     help="One shared link [default: the --store preset's, else unlimited].",
 )
-@click.option("--cache-fracs", default="0.1,0.2", show_default=True)
-@click.option("--chunk-sizes", default="8,16,32,64,128", show_default=True)
-@click.option("--n", "n", type=click.IntRange(min=256), default=4000, show_default=True)
-@click.option("--epochs", type=click.IntRange(min=1), default=3, show_default=True)
-@click.option("--workers", type=click.IntRange(min=0), default=4, show_default=True)
+@options_from(BrandOptions)
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @json_option()
 @root_option
@@ -44,20 +42,17 @@ def command(
     latencies: str | None,
     concurrency: int | None,
     bandwidth_mb_s: float | None,
-    cache_fracs: str,
-    chunk_sizes: str,
-    n: int,
-    epochs: int,
-    workers: int,
+    opts: BrandOptions,
     progress: bool,
     as_json: bool,
     root: Path,
 ) -> None:
     """Samples/s vs torch and no-I/O, hits, substitutions and wasted reads, measured."""
     from hotset.bench.brand import run
-    from hotset.bench.workloads import parse_floats, parse_ints
+    from hotset.bench.workloads import parse_floats
     from hotset.cli.bench_store import bench_stores
 
+    # one model per latency; every latency shares the bandwidth and concurrency
     stores = bench_stores(
         store_preset,
         latencies=None if latencies is None else parse_floats(latencies, option="--latency-ms"),
@@ -65,18 +60,7 @@ def command(
         bandwidth_mb_s=bandwidth_mb_s,
         concurrency=concurrency,
     )
-    # every latency shares the bandwidth and concurrency (bench_stores gives them all)
-    result = run(
-        latencies=[s.latency_ms for s in stores],
-        concurrency=stores[0].max_concurrency,
-        bandwidth_mb_s=stores[0].bandwidth_mb_s,
-        cache_fracs=parse_floats(cache_fracs, option="--cache-fracs"),
-        chunk_sizes=parse_ints(chunk_sizes, option="--chunk-sizes"),
-        n=n,
-        epochs=epochs,
-        workers=workers,
-        progress=progress,
-    )
+    result = run(opts, stores=stores, progress=progress)
     result["store"] = [s.as_dict() for s in stores]
     if not as_json:
         click.echo(store_line(stores))

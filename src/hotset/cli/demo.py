@@ -15,8 +15,9 @@ from pathlib import Path
 
 import click
 
-from hotset.bench.demo import DEFAULT_STORE, DEFAULT_SYSTEMS, DEFAULT_WORKLOAD
+from hotset.bench.demo_options import DEFAULT_STORE, DemoOptions
 from hotset.cli.store_option import store_line
+from hotset.cli.typed_options import options_from
 
 
 def _cell(value: object, width: int, spec: str) -> str:
@@ -87,71 +88,25 @@ def table_lines(rows: list[dict[str, object]]) -> list[str]:
     default=None,
     help="Override the preset's latency per request.",
 )
-@click.option(
-    "--workload",
-    type=click.Choice(["imagenet-like", "synth"]),
-    default=DEFAULT_WORKLOAD,
-    show_default=True,
-    help="imagenet-like: 2,000 samples of about 110 kB; synth: --n samples of 2.4 kB.",
-)
-@click.option(
-    "--n",
-    "n",
-    type=click.IntRange(min=200),
-    default=2000,
-    show_default=True,
-    help="Samples of the synth workload.",
-)
-@click.option(
-    "--systems",
-    default=",".join(DEFAULT_SYSTEMS),
-    show_default=True,
-    help="Comma list; NAME[option=value,...] sets a system's options.",
-)
-@click.option("--cache-frac", type=float, default=0.2, show_default=True)
-@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True)
-@click.option("--epochs", type=click.IntRange(min=2), default=3, show_default=True)
-@click.option(
-    "--step-ms",
-    type=click.FloatRange(min=0),
-    default=20.0,
-    show_default=True,
-    help="The accelerator's step per batch of 64, modeled as a fixed wait.",
-)
-@click.option("--workers", type=click.IntRange(min=0), default=4, show_default=True)
-@click.option("--sim-epochs", type=click.IntRange(min=1), default=8, show_default=True)
+@options_from(DemoOptions)
 def demo(
     out: Path,
     store_preset: str,
     bandwidth_mb_s: float | None,
     latency_ms: float | None,
-    workload: str,
-    n: int,
-    systems: str,
-    cache_frac: float,
-    repeats: int,
-    epochs: int,
-    step_ms: float,
-    workers: int,
-    sim_epochs: int,
+    opts: DemoOptions,
 ) -> None:
     """Every seed system vs PyTorch's DataLoader on one store; a table and a verdict."""
     from hotset.bench.demo import run
     from hotset.bench.demo_plot import plot
     from hotset.storage.presets import resolve_store
-    from hotset.systems.registry import split_systems
 
     store = resolve_store(
         store_preset, latency_ms=latency_ms, bandwidth_mb_s=bandwidth_mb_s, max_concurrency=None
     )
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    result = run(
-        out=out, store=store, workload=workload, n=n,
-        systems=tuple(split_systems(systems)), cache_frac=cache_frac,
-        repeats=repeats, epochs=epochs, step_ms=step_ms, workers=workers, sim_epochs=sim_epochs,
-        log=lambda msg: click.echo(msg, err=True),
-    )  # fmt: skip
+    result = run(opts, out=out, store=store, log=lambda msg: click.echo(msg, err=True))
     result["wall_seconds"] = round(time.perf_counter() - started, 1)
     path = out / "demo-results.json"
     path.write_text(json.dumps(result, indent=1) + "\n")
@@ -159,9 +114,10 @@ def demo(
     p = result["params"]
     click.echo("")
     click.echo(
-        f"hotset demo: {p['n']} {workload} samples ({p['mean_sample_bytes'] / 1e3:.0f} kB mean), "
-        f"cache {cache_frac:.0%} in shared memory, {workers} workers, a {step_ms:g} ms "
-        f"accelerator step per batch, {epochs} epochs per row, {repeats} repeats interleaved."
+        f"hotset demo: {p['n']} {opts.workload} samples ({p['mean_sample_bytes'] / 1e3:.0f} kB "
+        f"mean), cache {opts.cache_frac:.0%} in shared memory, {opts.workers} workers, a "
+        f"{opts.step_ms:g} ms accelerator step per batch, {opts.epochs} epochs per row, "
+        f"{opts.repeats} repeats interleaved."
     )
     click.echo(store_line(store) + " (real sleeping)")
     for line in table_lines(result["table"]):
