@@ -14,7 +14,7 @@ from hotset.engine.planner import Planner
 from hotset.errors import HotsetError
 from hotset.importance.table import ImportanceTable
 from hotset.policies.base import Budget, Outcome
-from hotset.policies.icache.packed import PackedICache
+from hotset.policies.icache.packed import ICacheRules, PackedICache
 from hotset.policies.icache.packing import Packer
 from hotset.samplers.random import RandomSampler
 from hotset.systems.base import System
@@ -165,6 +165,34 @@ def test_bad_packaging_options_name_the_value() -> None:
         PackedICache(budget, package_bytes=0)
     with pytest.raises(HotsetError, match="sizes or n"):
         PackedICache(Budget(capacity_items=2))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"full_fill": 1, "full_epoch": lambda e: True}, "full_fill must be True or False, got 1"),
+        ({"full_fill": True}, "full_fill needs full_epoch"),
+        ({"l_floor": "yes"}, "l_floor must be True or False, got 'yes'"),
+        ({"multijob": None}, "multijob must be True or False, got None"),
+        ({"full_epoch": 3}, "full_epoch must be a callable"),
+        ({"eligible_above": 0.5}, "eligibility threshold.*got 0.5"),
+        ({"probe_requests": -1}, "probe_requests must be an int >= 0, got -1"),
+    ],
+)
+def test_bad_rules_name_the_value(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(HotsetError, match=match):
+        ICacheRules(**kwargs)  # type: ignore[arg-type]
+
+
+def test_rules_reach_the_cache() -> None:
+    sizes = np.full(N, SIZE, dtype=np.int64)
+    budget = Budget(capacity_bytes=N * SIZE // 5, sizes=sizes)
+    rules = ICacheRules(l_floor=True, multijob=True, probe_requests=64)
+    policy = PackedICache(budget, n=N, rules=rules)
+    assert policy.l_floor and policy.probe_requests == 64 and not policy.full_fill
+    assert not PackedICache(budget, n=N).l_floor  # the paper's rules are opt-in
+    with pytest.raises(HotsetError, match="rules must be an ICacheRules"):
+        PackedICache(budget, n=N, rules={"l_floor": True})  # type: ignore[arg-type]
 
 
 def _l_requests_read_alone(system: System, plans: list[BatchPlan]) -> tuple[int, int]:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from hotset.policies.base import Budget
 from hotset.samplers.base import EpochContext
-from hotset.samplers.pads import PADSSampler
+from hotset.samplers.pads import PADSSampler, SubsetGuards
 from hotset.systems.registry import build_system
 
 
@@ -75,7 +75,7 @@ def test_the_coverage_floor_trains_every_sample_every_k_epochs() -> None:
 def test_floor_ids_are_the_stalest_and_disjoint_across_ranks(
     n: int, world: int, floor: float, seed: int, trained_upto: int
 ) -> None:
-    sampler = PADSSampler(n, seed=seed, coverage_floor=floor)
+    sampler = PADSSampler(n, seed=seed, guards=SubsetGuards(coverage_floor=floor))
     last = np.random.default_rng(seed).integers(-1, trained_upto + 1, size=n)
     shares = [
         sampler.floor_ids(EpochContext(epoch=6, rank=r, world_size=world, last_epoch=last))
@@ -92,7 +92,7 @@ def test_floor_ids_are_the_stalest_and_disjoint_across_ranks(
 @settings(max_examples=100, deadline=None)
 @given(n=st.integers(1, 500), world=st.integers(1, 4), seed=st.integers(0, 2**16))
 def test_an_anneal_epoch_is_a_full_permutation_across_ranks(n: int, world: int, seed: int) -> None:
-    sampler = PADSSampler(n, seed=seed, rep_factor=3.0, anneal_from=4)
+    sampler = PADSSampler(n, seed=seed, rep_factor=3.0, guards=SubsetGuards(anneal_from=4))
     scores = np.random.default_rng(seed).random(n) + 0.1
     orders = [
         sampler.order(
@@ -148,7 +148,7 @@ def _guard_ctx(
 
 def test_the_sentinel_leads_each_order_and_is_uniform_and_disjoint() -> None:
     n, world = 1000, 2
-    sampler = PADSSampler(n, seed=4, rep_factor=3.0, guardrail=0.1)
+    sampler = PADSSampler(n, seed=4, rep_factor=3.0, guards=SubsetGuards(guardrail=0.1))
     shares = [sampler.sentinel_ids(7, r, world) for r in range(world)]
     assert [len(s) for s in shares] == [50, 50]
     assert not set(shares[0].tolist()) & set(shares[1].tolist())
@@ -163,7 +163,9 @@ def test_the_sentinel_leads_each_order_and_is_uniform_and_disjoint() -> None:
 
 def test_the_guardrail_falls_back_to_uniform_when_importance_batches_turn_easy() -> None:
     n = 400
-    sampler = PADSSampler(n, seed=4, rep_factor=3.0, guardrail=0.1, guard_threshold=0.1)
+    sampler = PADSSampler(
+        n, seed=4, rep_factor=3.0, guards=SubsetGuards(guardrail=0.1, guard_threshold=0.1)
+    )
     order = sampler.order(_guard_ctx(n, sentinel_loss=2.0, train_loss=1.0, sampler=sampler))
     assert sampler.last_mode == "guardrail" and sampler.last_guard_ratio == 0.5
     assert sorted(order.tolist()) == list(range(n))  # a uniform permutation: all once
@@ -184,7 +186,7 @@ def test_the_coverage_window_bounds_the_gap_of_a_floor_alone(
 ) -> None:
     """With the body training nothing, the floor alone brings every id back within
     ``coverage_window`` epochs, a window never longer than ``ceil(1 / floor)``."""
-    sampler = PADSSampler(n, seed=seed, coverage_floor=floor)
+    sampler = PADSSampler(n, seed=seed, guards=SubsetGuards(coverage_floor=floor))
     window = sampler.coverage_window(world)
     assert window is not None and window <= math.ceil(round(1 / floor, 9))
     last = np.full(n, -1, dtype=np.int64)

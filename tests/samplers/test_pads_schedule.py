@@ -8,7 +8,7 @@ import pytest
 
 from hotset.errors import HotsetError
 from hotset.samplers.base import EpochContext
-from hotset.samplers.pads import PADSSampler
+from hotset.samplers.pads import Adaptivity, PADSSampler
 from hotset.samplers.pads_schedule import adaptive_schedule
 
 
@@ -39,7 +39,7 @@ def test_repetitions_grow_as_the_loss_flattens() -> None:
 
 def test_a_shuffle_epoch_trains_every_sample_once() -> None:
     n = 300
-    sampler = PADSSampler(n, seed=2, rep_factor=3.0, adaptive=True)
+    sampler = PADSSampler(n, seed=2, rep_factor=3.0, adaptivity=Adaptivity(adaptive=True))
     ctx = EpochContext(
         epoch=3,
         scores=np.linspace(1, 5, n),
@@ -81,4 +81,7 @@ def test_authors_aggressive_mode_trains_the_head_of_each_ranks_own_draw() -> Non
 )
 def test_bad_adaptivity_options_are_named(option: str, value: object) -> None:
     with pytest.raises(HotsetError, match=option):
-        PADSSampler(10, **{option: value})  # type: ignore[arg-type]
+        if option == "aggressive":
+            PADSSampler(10, aggressive=value)  # type: ignore[arg-type]
+        else:
+            PADSSampler(10, adaptivity=Adaptivity(**{option: value}))  # type: ignore[arg-type]

@@ -105,7 +105,7 @@ def parse_cache_spec(spec: object) -> str:
     """
     if isinstance(spec, str) and spec.strip().lower() in EMBEDDED_SPECS:
         return "memory"
-    from hotset.cachestore import redis_url
+    from hotset.cachestore.redis_url import CLUSTER_SCHEMES, SINGLE_SCHEMES, parse_cluster
 
     if isinstance(spec, list | tuple):
         if not spec or not all(isinstance(s, str) for s in spec):
@@ -114,7 +114,7 @@ def parse_cache_spec(spec: object) -> str:
                 f"got {redact_spec_value(spec):.120}"
             )
         try:
-            redis_url.parse_cluster(list(spec))
+            parse_cluster(list(spec))
         except HotsetError:
             raise  # names the nodes already, without passwords
         except ValueError as exc:  # int() of odd digits, a bad IPv6 bracket
@@ -124,7 +124,7 @@ def parse_cache_spec(spec: object) -> str:
         raise HotsetError(f"unknown cache {redact_spec_value(spec):.80}: {_UNKNOWN}")
     try:
         parts = urllib.parse.urlsplit(spec)
-        if parts.scheme not in redis_url.CLUSTER_SCHEMES:  # several host:port, no one port
+        if parts.scheme not in CLUSTER_SCHEMES:  # several host:port, no one port
             parts.port  # noqa: B018 - raises ValueError for a port that is not 0..65535
         where = redact_spec(spec)
     except ValueError as exc:
@@ -133,15 +133,15 @@ def parse_cache_spec(spec: object) -> str:
             f"{_UNKNOWN}"
         ) from None
     scheme = parts.scheme
-    if scheme in redis_url.CLUSTER_SCHEMES:
+    if scheme in CLUSTER_SCHEMES:
         try:
-            redis_url.parse_cluster(spec)
+            parse_cluster(spec)
         except HotsetError:
             raise
         except ValueError as exc:
             raise HotsetError(f"cache {where!r}: {scrub_spec(exc, spec)}") from None
         return "redis-cluster"
-    if scheme not in redis_url.SINGLE_SCHEMES:
+    if scheme not in SINGLE_SCHEMES:
         raise HotsetError(f"unknown cache {where!r:.120}: {_UNKNOWN}")
     if not spec.startswith(f"{scheme}://"):
         raise HotsetError(f"cache {where!r}: write the scheme as '{scheme}://' (lowercase)")

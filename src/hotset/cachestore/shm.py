@@ -46,7 +46,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from hotset.cachestore import shm_index as index
+import hotset.cachestore.shm_index as index
 from hotset.cachestore.base import (
     CacheKey,
     CacheStats,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -112,42 +113,12 @@ def advise(
     result["store"] = store.as_dict()
     if as_json is not None and str(as_json) == "-":
         click.echo(json.dumps(result, indent=2))
-        if plot is not None:
-            from hotset.bench.hitratio import plot as draw
-
-            draw(result["table"], plot)
-            click.echo(f"wrote {plot}", err=True)
+        _draw(result, plot, err=True)
         return
-    for system in result["params"]["systems"]:
-        click.echo(f"\n{system}")
-        rows = [r for r in result["table"] if r["system"] == system]
-        cells = [[_cell(r[key], fmt) for _, key, fmt in _COLUMNS] for r in rows]
-        heads = [h for h, _, _ in _COLUMNS]
-        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
-        click.echo("  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True)))
-        for c in cells:
-            click.echo("  ".join(x.rjust(w) for x, w in zip(c, widths, strict=True)))
+    _echo_tables(result)
     click.echo("")
     for s in result["summary"]:
-        need = s[f"size_for_{target:g}"]
-        answer = f"no size in the grid (best {s['best_exact_hit_ratio']:.3f})"
-        if need is not None:
-            # Coverage beside the answer: hits bought by training a subset are no win.
-            row = next(
-                r for r in result["table"] if r["system"] == s["system"] and r["cache_frac"] == need
-            )
-            answer = (
-                f"{need:.0%} of the data ({_cell(s[f'bytes_for_{target:g}'], 'bytes')} of cache), "
-                f"training {row['unique_ids_trained_after_first']:.0f} distinct samples per epoch "
-                f"({row['coverage_after_first']:.0%} coverage); substitutions serve a further "
-                f"{row['substitution_ratio']:.3f} of requests"
-            )
-        knee = (
-            "no knee (returns do not diminish within the grid)"
-            if s["knee"] is None
-            else f"knee at {s['knee']:.0%}"
-        )
-        click.echo(f"{s['system']}: {knee}; {target:.0%} exact hits need {answer}")
+        click.echo(_answer_line(result, s, target))
     click.echo(f"auto (the loader's default) picks {_auto_line(dataset)}")
     click.echo(KNEE_NOTE)
     click.echo(BOUND_NOTE)
@@ -157,14 +128,56 @@ def advise(
         )
     )
     click.echo(store_line(store))
-    if plot is not None:
-        from hotset.bench.hitratio import plot as draw
-
-        draw(result["table"], plot)
-        click.echo(f"wrote {plot}")
+    _draw(result, plot, err=False)
     if as_json is not None:
         as_json.write_text(json.dumps(result, indent=2) + "\n")
         click.echo(f"wrote {as_json}")
+
+
+def _draw(result: dict[str, Any], plot: Path | None, *, err: bool) -> None:
+    """Write the plot if one was asked for; ``err`` keeps stdout pure JSON under bare --json."""
+    if plot is None:
+        return
+    from hotset.bench.hitratio import plot as draw
+
+    draw(result["table"], plot)
+    click.echo(f"wrote {plot}", err=err)
+
+
+def _echo_tables(result: dict[str, Any]) -> None:
+    """One right-aligned table per system, its columns as wide as their widest cell."""
+    for system in result["params"]["systems"]:
+        click.echo(f"\n{system}")
+        rows = [r for r in result["table"] if r["system"] == system]
+        cells = [[_cell(r[key], fmt) for _, key, fmt in _COLUMNS] for r in rows]
+        heads = [h for h, _, _ in _COLUMNS]
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(heads)]
+        click.echo("  ".join(h.rjust(w) for h, w in zip(heads, widths, strict=True)))
+        for c in cells:
+            click.echo("  ".join(x.rjust(w) for x, w in zip(c, widths, strict=True)))
+
+
+def _answer_line(result: dict[str, Any], s: dict[str, Any], target: float) -> str:
+    """One system's answer in words: its knee and what reaching ``target`` costs."""
+    need = s[f"size_for_{target:g}"]
+    answer = f"no size in the grid (best {s['best_exact_hit_ratio']:.3f})"
+    if need is not None:
+        # Coverage beside the answer: hits bought by training a subset are no win.
+        row = next(
+            r for r in result["table"] if r["system"] == s["system"] and r["cache_frac"] == need
+        )
+        answer = (
+            f"{need:.0%} of the data ({_cell(s[f'bytes_for_{target:g}'], 'bytes')} of cache), "
+            f"training {row['unique_ids_trained_after_first']:.0f} distinct samples per epoch "
+            f"({row['coverage_after_first']:.0%} coverage); substitutions serve a further "
+            f"{row['substitution_ratio']:.3f} of requests"
+        )
+    knee = (
+        "no knee (returns do not diminish within the grid)"
+        if s["knee"] is None
+        else f"knee at {s['knee']:.0%}"
+    )
+    return f"{s['system']}: {knee}; {target:.0%} exact hits need {answer}"
 
 
 def _auto_line(dataset: str | Path) -> str:

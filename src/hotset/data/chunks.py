@@ -171,6 +171,99 @@ def check_shuffle_seed(seed: object) -> int | None:
     return int(seed)
 
 
+def _check_counts(
+    chunk_of: IntArray,
+    offset: IntArray,
+    length: IntArray,
+    keys: tuple[str, ...],
+    sizes: IntArray,
+    hashes: tuple[str, ...],
+) -> None:
+    """At least one sample, and the per-sample and per-chunk arrays each of one length,
+    so every later check may index them together."""
+    n, n_chunks = len(chunk_of), len(sizes)
+    if n == 0:
+        raise HotsetError("chunk_of: a chunk layout needs at least one sample, got 0")
+    if len(offset) != n or len(length) != n:
+        raise HotsetError(
+            f"chunk_of, offset and length differ in length: {n}, {len(offset)}, {len(length)}"
+        )
+    if len(keys) != n_chunks or len(hashes) != n_chunks:
+        raise HotsetError(
+            f"chunk_keys, chunk_sizes and chunk_hashes differ in length: "
+            f"{len(keys)}, {n_chunks}, {len(hashes)}"
+        )
+
+
+def _check_files(keys: tuple[str, ...], hashes: tuple[str, ...]) -> None:
+    """Chunk files' keys are valid, distinct store keys and their hashes are xxh3-64 hex:
+    two chunks at one key would read each other's bytes."""
+    for c, key in enumerate(keys):
+        if not isinstance(key, str):
+            raise HotsetError(f"chunk_keys[{c}]: expected a string, got {key!r}")
+        check_key(key)
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise HotsetError(f"chunk_keys: duplicate key {dup!r}")
+    for c, digest in enumerate(hashes):
+        if not isinstance(digest, str) or not _HASH_RE.fullmatch(digest):
+            raise HotsetError(
+                f"chunk_hashes[{c}]: {digest!r:.80} is not 16 lowercase hex characters"
+            )
+
+
+def _check_identity(ident: object) -> None:
+    """The manifest fingerprint, when recorded, is what :meth:`Manifest.identity` writes."""
+    if ident is not None and (not isinstance(ident, str) or not _HASH_RE.fullmatch(ident)):
+        raise HotsetError(f"manifest_identity: {ident!r:.80} is not 16 lowercase hex characters")
+
+
+def _check_extents(chunk_of: IntArray, offset: IntArray, length: IntArray, sizes: IntArray) -> None:
+    """Every sample names an existing chunk and lies inside it (the first bad id is named)."""
+    n_chunks = len(sizes)
+    _first_bad(sizes < 0, lambda c: f"chunk_sizes[{c}]: negative size {int(sizes[c])}")
+    _first_bad(
+        (chunk_of < 0) | (chunk_of >= n_chunks),
+        lambda i: f"chunk_of[{i}]: chunk {int(chunk_of[i])} is not in 0..{n_chunks - 1}",
+    )
+    _first_bad(offset < 0, lambda i: f"offset[{i}]: negative offset {int(offset[i])}")
+    _first_bad(length < 0, lambda i: f"length[{i}]: negative length {int(length[i])}")
+    # compared as length > size - offset: offset + length could overflow int64
+    _first_bad(
+        length > sizes[chunk_of] - offset,
+        lambda i: (
+            f"offset[{i}] + length[{i}] = {int(offset[i]) + int(length[i])} is past the "
+            f"end of chunk {int(chunk_of[i])} ({int(sizes[chunk_of[i]])} bytes)"
+        ),
+    )
+
+
+def _stored_order(chunk_of: IntArray, offset: IntArray, length: IntArray) -> IntArray:
+    """Ids in stored order (by chunk, then offset), refusing members that overlap.
+
+    Sorting once serves both jobs: overlaps can only be between neighbours in this
+    order, and the order itself is what reading a chunk's members walks. Call it after
+    :func:`_check_extents`, so no end below overflows.
+    """
+    n = len(chunk_of)
+    end = offset + length  # every end is within its chunk's size now: no overflow
+    # stored order: by chunk, then offset; at one offset zero-length members come
+    # first (they overlap nothing), by id
+    order = np.lexsort((np.arange(n), length, offset, chunk_of)).astype(np.int64)
+    same_chunk = chunk_of[order[1:]] == chunk_of[order[:-1]]
+    overlap = same_chunk & (offset[order[1:]] < end[order[:-1]])
+    _first_bad(
+        overlap,
+        lambda j: (
+            f"offset[{int(order[j + 1])}]: sample {int(order[j + 1])} at offset "
+            f"{int(offset[order[j + 1]])} overlaps sample {int(order[j])} "
+            f"(bytes {int(offset[order[j]])}..{int(end[order[j]])}) in chunk "
+            f"{int(chunk_of[order[j]])}"
+        ),
+    )
+    return order
+
+
 @dataclass(frozen=True, eq=False)
 class ChunkLayout:
     """Sample id -> (chunk, offset, length), and the chunk files' keys, sizes and hashes.
@@ -221,75 +314,13 @@ class ChunkLayout:
         sizes = _int_array("chunk_sizes", self.chunk_sizes)
         keys = tuple(self.chunk_keys)
         hashes = tuple(self.chunk_hashes)
-        n, n_chunks = len(chunk_of), len(sizes)
-        if n == 0:
-            raise HotsetError("chunk_of: a chunk layout needs at least one sample, got 0")
-        if len(offset) != n or len(length) != n:
-            raise HotsetError(
-                f"chunk_of, offset and length differ in length: {n}, {len(offset)}, {len(length)}"
-            )
-        if len(keys) != n_chunks or len(hashes) != n_chunks:
-            raise HotsetError(
-                f"chunk_keys, chunk_sizes and chunk_hashes differ in length: "
-                f"{len(keys)}, {n_chunks}, {len(hashes)}"
-            )
-        check_chunk_size(self.chunk_size)
-        check_shuffle_seed(self.shuffle_seed)
-        if not isinstance(self.shuffle_recorded, bool):
-            raise HotsetError(
-                f"shuffle_recorded: must be True or False, got {self.shuffle_recorded!r}"
-            )
-        if not self.shuffle_recorded and self.shuffle_seed is not None:
-            raise HotsetError(
-                f"shuffle_seed {self.shuffle_seed!r} with shuffle_recorded=False: a seed is a record"
-            )
-        for c, key in enumerate(keys):
-            if not isinstance(key, str):
-                raise HotsetError(f"chunk_keys[{c}]: expected a string, got {key!r}")
-            check_key(key)
-        if len(set(keys)) != n_chunks:
-            dup = next(k for k in keys if keys.count(k) > 1)
-            raise HotsetError(f"chunk_keys: duplicate key {dup!r}")
-        for c, digest in enumerate(hashes):
-            if not isinstance(digest, str) or not _HASH_RE.fullmatch(digest):
-                raise HotsetError(
-                    f"chunk_hashes[{c}]: {digest!r:.80} is not 16 lowercase hex characters"
-                )
-        ident = self.manifest_identity
-        if ident is not None and (not isinstance(ident, str) or not _HASH_RE.fullmatch(ident)):
-            raise HotsetError(
-                f"manifest_identity: {ident!r:.80} is not 16 lowercase hex characters"
-            )
-        _first_bad(sizes < 0, lambda c: f"chunk_sizes[{c}]: negative size {int(sizes[c])}")
-        _first_bad(
-            (chunk_of < 0) | (chunk_of >= n_chunks),
-            lambda i: f"chunk_of[{i}]: chunk {int(chunk_of[i])} is not in 0..{n_chunks - 1}",
-        )
-        _first_bad(offset < 0, lambda i: f"offset[{i}]: negative offset {int(offset[i])}")
-        _first_bad(length < 0, lambda i: f"length[{i}]: negative length {int(length[i])}")
-        # compared as length > size - offset: offset + length could overflow int64
-        _first_bad(
-            length > sizes[chunk_of] - offset,
-            lambda i: (
-                f"offset[{i}] + length[{i}] = {int(offset[i]) + int(length[i])} is past the "
-                f"end of chunk {int(chunk_of[i])} ({int(sizes[chunk_of[i]])} bytes)"
-            ),
-        )
-        end = offset + length  # every end is within its chunk's size now: no overflow
-        # stored order: by chunk, then offset; at one offset zero-length members come
-        # first (they overlap nothing), by id
-        order = np.lexsort((np.arange(n), length, offset, chunk_of)).astype(np.int64)
-        same_chunk = chunk_of[order[1:]] == chunk_of[order[:-1]]
-        overlap = same_chunk & (offset[order[1:]] < end[order[:-1]])
-        _first_bad(
-            overlap,
-            lambda j: (
-                f"offset[{int(order[j + 1])}]: sample {int(order[j + 1])} at offset "
-                f"{int(offset[order[j + 1]])} overlaps sample {int(order[j])} "
-                f"(bytes {int(offset[order[j]])}..{int(end[order[j]])}) in chunk "
-                f"{int(chunk_of[order[j]])}"
-            ),
-        )
+        _check_counts(chunk_of, offset, length, keys, sizes, hashes)
+        self._check_records()
+        _check_files(keys, hashes)
+        _check_identity(self.manifest_identity)
+        _check_extents(chunk_of, offset, length, sizes)
+        order = _stored_order(chunk_of, offset, length)
+        n_chunks = len(sizes)
         starts = np.zeros(n_chunks + 1, dtype=np.int64)
         np.cumsum(np.bincount(chunk_of, minlength=n_chunks), out=starts[1:])
         order.setflags(write=False)
@@ -306,6 +337,23 @@ class ChunkLayout:
             ("_starts", starts),
         ):
             object.__setattr__(self, name, value)
+
+    def _check_records(self) -> None:
+        """The scalar fields: chunk size, how ids were shuffled, and the manifest fingerprint.
+
+        A seed with ``shuffle_recorded=False`` is refused because a seed *is* a record of
+        the grouping; letting both through would make :attr:`shuffle` contradict itself.
+        """
+        check_chunk_size(self.chunk_size)
+        check_shuffle_seed(self.shuffle_seed)
+        if not isinstance(self.shuffle_recorded, bool):
+            raise HotsetError(
+                f"shuffle_recorded: must be True or False, got {self.shuffle_recorded!r}"
+            )
+        if not self.shuffle_recorded and self.shuffle_seed is not None:
+            raise HotsetError(
+                f"shuffle_seed {self.shuffle_seed!r} with shuffle_recorded=False: a seed is a record"
+            )
 
     # ---- sizes -----------------------------------------------------------------
 

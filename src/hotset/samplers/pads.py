@@ -96,6 +96,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -120,6 +121,88 @@ DEFAULT_COVERAGE_FLOOR = 0.1
 LS_PARAM_MAX = 1e200
 
 
+def _share(name: str, value: object) -> float:
+    """A share in [0, 1) (a guard's slice of the epoch, or its threshold), as a float.
+
+    1 is excluded: a floor or sentinel of the whole epoch would leave PADS no slot.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise HotsetError(f"pads: {name} must be a share in [0, 1), got {value!r}")
+    return float(value)
+
+
+def _positive(name: str, value: object) -> float:
+    """A positive number (an adaptivity threshold), as a float."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise HotsetError(f"pads: {name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _anneal_from(anneal_from: object) -> int | None:
+    """None (never anneal) or the first epoch (an int >= 0) of uniform permutations."""
+    if anneal_from is not None and (
+        isinstance(anneal_from, bool) or not isinstance(anneal_from, int) or anneal_from < 0
+    ):
+        raise HotsetError(
+            f"pads: anneal_from must be an epoch (an integer >= 0) or None, got {anneal_from!r}"
+        )
+    return anneal_from
+
+
+def _rep_factor(rep_factor: object) -> float:
+    """1, 1.5, 2, ...: below 1 the authors' code yields fewer ids than the epoch needs,
+    and only halves have a meaning (module docstring, step 5)."""
+    if isinstance(rep_factor, bool) or not isinstance(rep_factor, int | float):
+        raise HotsetError(f"pads: rep_factor must be a number, got {rep_factor!r}")
+    if not math.isfinite(rep_factor) or rep_factor < 1 or (2 * rep_factor) % 1 != 0:
+        raise HotsetError(
+            f"pads: rep_factor must be 1, 1.5, 2, 2.5, ... (>= 1, a multiple of 0.5), "
+            f"got {rep_factor!r}"
+        )
+    return float(rep_factor)
+
+
+@dataclass(frozen=True)
+class SubsetGuards:
+    """The guards against training a subset (the module docstring's list): all off here.
+
+    ``coverage_floor`` and ``guardrail`` are shares of a rank's epoch in [0, 1),
+    ``guard_threshold`` the guardrail's tolerance (a share too), ``anneal_from`` the
+    first epoch of uniform permutations (None: never). The systems turn the floor on
+    (:data:`DEFAULT_COVERAGE_FLOOR`); PADS itself keeps the paper's arithmetic.
+    """
+
+    coverage_floor: float = 0.0
+    anneal_from: int | None = None
+    guardrail: float = 0.0
+    guard_threshold: float = 0.1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "guardrail", _share("guardrail", self.guardrail))
+        object.__setattr__(self, "guard_threshold", _share("guard_threshold", self.guard_threshold))
+        object.__setattr__(self, "coverage_floor", _share("coverage_floor", self.coverage_floor))
+        _anneal_from(self.anneal_from)
+
+
+@dataclass(frozen=True)
+class Adaptivity:
+    """The paper's adaptivity (:mod:`hotset.samplers.pads_schedule`): off by default.
+
+    ``steep_decline`` and ``stagnant`` are the loss-decline and accuracy-change
+    thresholds that call a shuffle epoch; they matter only with ``adaptive``.
+    """
+
+    adaptive: bool = False
+    steep_decline: float = 0.25
+    stagnant: float = 0.002
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.adaptive, bool):
+            raise HotsetError(f"pads: adaptive must be True or False, got {self.adaptive!r}")
+        object.__setattr__(self, "steep_decline", _positive("steep_decline", self.steep_decline))
+        object.__setattr__(self, "stagnant", _positive("stagnant", self.stagnant))
+
+
 class PADSSampler(Sampler):
     """SHADE's sampler; see the module docstring for the exact procedure."""
 
@@ -134,70 +217,36 @@ class PADSSampler(Sampler):
         ls_init_frac: float = 0.01,
         batch_size: int = 128,
         pads: bool = True,
-        coverage_floor: float = 0.0,
-        anneal_from: int | None = None,
-        adaptive: bool = False,
-        steep_decline: float = 0.25,
-        stagnant: float = 0.002,
         aggressive: str = "blocks",
-        guardrail: float = 0.0,
-        guard_threshold: float = 0.1,
+        adaptivity: Adaptivity = Adaptivity(),
+        guards: SubsetGuards = SubsetGuards(),
     ) -> None:
         super().__init__(n, seed=seed)
-        for name, value in (("guardrail", guardrail), ("guard_threshold", guard_threshold)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
-                raise HotsetError(f"pads: {name} must be a share in [0, 1), got {value!r}")
-        self.guardrail = float(guardrail)
-        self.guard_threshold = float(guard_threshold)
+        self.guardrail = guards.guardrail
+        self.guard_threshold = guards.guard_threshold
+        self.coverage_floor = guards.coverage_floor
+        self.anneal_from = guards.anneal_from
         #: the last guardrail check: (importance loss / sentinel loss) or None
         self.last_guard_ratio: float | None = None
-        if not isinstance(adaptive, bool):
-            raise HotsetError(f"pads: adaptive must be True or False, got {adaptive!r}")
-        for name, value in (("steep_decline", steep_decline), ("stagnant", stagnant)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise HotsetError(f"pads: {name} must be a positive number, got {value!r}")
         if aggressive not in AGGRESSIVE_MODES:
             raise HotsetError(
                 f"pads: aggressive must be one of {', '.join(AGGRESSIVE_MODES)}, got {aggressive!r}"
             )
-        self.adaptive = adaptive
-        self.steep_decline = float(steep_decline)
-        self.stagnant = float(stagnant)
+        self.adaptive = adaptivity.adaptive
+        self.steep_decline = adaptivity.steep_decline
+        self.stagnant = adaptivity.stagnant
         self.aggressive = aggressive
         #: what adaptivity decided for the epoch of the last order() (reports, tests)
         self.last_schedule = Schedule("pads", float(rep_factor), "not adaptive")
-        if (
-            isinstance(coverage_floor, bool)
-            or not isinstance(coverage_floor, int | float)
-            or not 0 <= coverage_floor < 1
-        ):
-            raise HotsetError(
-                f"pads: coverage_floor must be a share in [0, 1), got {coverage_floor!r}"
-            )
-        if anneal_from is not None and (
-            isinstance(anneal_from, bool) or not isinstance(anneal_from, int) or anneal_from < 0
-        ):
-            raise HotsetError(
-                f"pads: anneal_from must be an epoch (an integer >= 0) or None, got {anneal_from!r}"
-            )
-        self.coverage_floor = float(coverage_floor)
-        self.anneal_from = anneal_from
         #: the draw probability of each id in the epoch of the last order() (loss_weights)
         self._probs = np.full(n, 1.0 / n)
-        if isinstance(rep_factor, bool) or not isinstance(rep_factor, int | float):
-            raise HotsetError(f"pads: rep_factor must be a number, got {rep_factor!r}")
-        if not math.isfinite(rep_factor) or rep_factor < 1 or (2 * rep_factor) % 1 != 0:
-            raise HotsetError(
-                f"pads: rep_factor must be 1, 1.5, 2, 2.5, ... (>= 1, a multiple of 0.5), "
-                f"got {rep_factor!r}"
-            )
+        self.rep_factor = _rep_factor(rep_factor)
         if not math.isfinite(ls_init_frac) or ls_init_frac < 0:
             raise HotsetError(
                 f"pads: ls_init_frac must be a non-negative number, got {ls_init_frac!r}"
             )
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise HotsetError(f"pads: batch_size must be an integer >= 1, got {batch_size!r}")
-        self.rep_factor = float(rep_factor)
         self.ls_init_frac = float(ls_init_frac)
         #: kept for the training loop's convenience; the order does not depend on it
         self.batch_size = batch_size

@@ -157,7 +157,7 @@ def advise(
     stderr (a grid takes minutes), so the CLI, tests and notebooks share one result.
     Sizes are sorted and deduplicated, so the knee and the target answer read one curve.
     """
-    from hotset.sim.cell import run_one, train_sizes
+    from hotset.sim.cell import train_sizes
 
     path = Path(dataset)
     if not path.is_dir():
@@ -178,41 +178,16 @@ def advise(
     # As the simulator holds out its validation split (its default val_frac), so
     # cache bytes here are the run's own capacity_bytes.
     train_bytes = int(train_sizes(path, seed, 0.1).sum())
+    store = {"latency_ms": latency_ms, "bandwidth_mb_s": bandwidth_mb_s, "concurrency": concurrency}
     rows = []
     cells = [(s, f) for s in systems for f in fracs]
     for i, (system, frac) in enumerate(cells, start=1):
         if progress:
             print(f"[advise] {i}/{len(cells)}: {system} at {frac:.0%}", file=sys.stderr, flush=True)
-        cell = run_one(
-            system,
-            path,
-            cache_frac=frac,
-            epochs=epochs,
-            seed=seed,
-            workload=path.name,
-            latency_ms=latency_ms,
-            bandwidth_mb_s=bandwidth_mb_s,
-            concurrency=concurrency,
-        )
-        later = cell.pop("per_epoch")[1:]
-        cell["cache_bytes"] = math.floor(frac * train_bytes)
-        cell["storage_bytes_per_epoch_after_first"] = round(
-            sum(r["storage_bytes"] for r in later) / len(later), 1
-        )
-        rows.append(cell)
-    summary = []
-    for system in systems:
-        mine = [r for r in rows if r["system"] == system]
-        hits = [r["exact_hit_ratio"] for r in mine]
-        need = smallest_reaching(fracs, hits, target)
-        summary.append(
-            {
-                "system": system,
-                "knee": knee(fracs, hits),
-                f"size_for_{target:g}": need,
-                f"bytes_for_{target:g}": None if need is None else math.floor(need * train_bytes),
-                "best_exact_hit_ratio": max(hits),
-            }
+        rows.append(
+            _run_cell(
+                system, path, frac, epochs=epochs, seed=seed, train_bytes=train_bytes, store=store
+            )
         )
     return {
         "dataset": str(path),
@@ -221,21 +196,79 @@ def advise(
             "fracs": fracs,
             "epochs": epochs,
             "seed": seed,
-            "latency_ms": latency_ms,
-            "bandwidth_mb_s": bandwidth_mb_s,
-            "concurrency": concurrency,
+            **store,
             "target": target,
         },
         "train_bytes": train_bytes,
         "table": rows,
-        "summary": summary,
-        "notes": [
-            MODEL_NOTE.format(
-                latency_ms=latency_ms, bandwidth_mb_s=bandwidth_mb_s, concurrency=concurrency
-            ),
-            KNEE_NOTE,
-            BOUND_NOTE,
-            "unique_ids_trained_after_first is coverage (coverage_after_first: over the "
-            "n_train training samples); storage requests and bytes are per epoch 2..E.",
-        ],
+        "summary": [_summary(system, fracs, rows, target, train_bytes) for system in systems],
+        "notes": _notes(store),
     }
+
+
+def _run_cell(
+    system: str,
+    path: Path,
+    frac: float,
+    *,
+    epochs: int,
+    seed: int,
+    train_bytes: int,
+    store: dict[str, Any],
+) -> dict[str, Any]:
+    """One simulated (system, size) cell, with the sizes a reader asks about in bytes.
+
+    The per-epoch list is dropped from the row (it would dwarf the table); only the
+    mean bytes read over epochs 2..E stay, since the first epoch only fills the cache.
+    """
+    from hotset.sim.cell import run_one
+
+    cell = run_one(
+        system,
+        path,
+        cache_frac=frac,
+        epochs=epochs,
+        seed=seed,
+        workload=path.name,
+        **store,
+    )
+    later = cell.pop("per_epoch")[1:]
+    cell["cache_bytes"] = math.floor(frac * train_bytes)
+    cell["storage_bytes_per_epoch_after_first"] = round(
+        sum(r["storage_bytes"] for r in later) / len(later), 1
+    )
+    return cell
+
+
+def _summary(
+    system: str,
+    fracs: Sequence[float],
+    rows: Sequence[dict[str, Any]],
+    target: float,
+    train_bytes: int,
+) -> dict[str, Any]:
+    """One system's answer: its knee and the smallest size (and bytes) reaching ``target``.
+
+    ``rows`` hold every system's cells in ``fracs`` order, so this system's hit
+    ratios line up with ``fracs`` and both answers read the same curve.
+    """
+    hits = [r["exact_hit_ratio"] for r in rows if r["system"] == system]
+    need = smallest_reaching(fracs, hits, target)
+    return {
+        "system": system,
+        "knee": knee(fracs, hits),
+        f"size_for_{target:g}": need,
+        f"bytes_for_{target:g}": None if need is None else math.floor(need * train_bytes),
+        "best_exact_hit_ratio": max(hits),
+    }
+
+
+def _notes(store: dict[str, Any]) -> list[str]:
+    """What every result says about itself, so modeled seconds are never read as measured."""
+    return [
+        MODEL_NOTE.format(**store),
+        KNEE_NOTE,
+        BOUND_NOTE,
+        "unique_ids_trained_after_first is coverage (coverage_after_first: over the "
+        "n_train training samples); storage requests and bytes are per epoch 2..E.",
+    ]

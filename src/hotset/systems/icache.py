@@ -37,7 +37,7 @@ from hotset.errors import HotsetError
 from hotset.importance.multijob import BENEFIT_PROBE, ELIGIBLE_ABOVE
 from hotset.importance.scorers import LossScorer
 from hotset.importance.table import ImportanceTable
-from hotset.policies.icache.packed import PackedICache
+from hotset.policies.icache.packed import ICacheRules, PackedICache
 from hotset.policies.icache.policy import H_SHARE, H_START, ICache
 from hotset.policies.registry import make_policy
 from hotset.samplers.iis import BETA, REUSE_FACTOR, WARM_UP, WINDOW, IISSampler
@@ -118,25 +118,27 @@ def _icache(*, packaging: str | None = "dynamic", **fixed: Any) -> Cache:
         sampler: IISSampler,
         batch_size: int,
     ) -> Policy:
-        given = {
+        given: dict[str, Any] = {
             "h_share": opts["h_share"],
             "h_start": opts["h_start"],
             "lookahead": opts["lookahead"],
+        } | fixed
+        rules: dict[str, Any] = {
             "full_fill": opts["full_fill"],
             "full_epoch": sampler.is_full_epoch,
             "multijob": opts["multijob"],
             "eligible_above": opts["eligible_above"],
             "probe_requests": _probe_requests(opts, batch_size),
-        } | fixed
-        if packaging is None:
-            return ICache(budget, seed=seed, **given)
+        }
+        if packaging is None:  # no L-cache, so no l_floor to check or apply
+            return ICache(budget, seed=seed, **given, **rules)
         return PackedICache(
             budget,
             n=n,
             seed=seed,
             packaging=packaging,
             package_bytes=opts["package_bytes"],
-            l_floor=opts["l_floor"],
+            rules=ICacheRules(l_floor=opts["l_floor"], **rules),
             **given,
         )
 

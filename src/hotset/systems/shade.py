@@ -53,7 +53,7 @@ from hotset.policies.shade_variants import (
     RandomEvict,
     SubstituteFromCache,
 )
-from hotset.samplers.pads import DEFAULT_COVERAGE_FLOOR, PADSSampler
+from hotset.samplers.pads import DEFAULT_COVERAGE_FLOOR, Adaptivity, PADSSampler, SubsetGuards
 from hotset.systems.base import System, SystemSpec, with_defaults
 from hotset.systems.options import SystemOption, declare
 
@@ -83,6 +83,16 @@ SHADE_DEFAULTS: dict[str, Any] = {
 VARIANT_DEFAULTS: dict[str, Any] = {"ls_init_frac": 0.01, **GUARD_DEFAULTS}
 
 
+def _guards(opts: dict[str, Any]) -> SubsetGuards:
+    """The guards a SHADE-family system's options set (:data:`GUARD_DEFAULTS`)."""
+    return SubsetGuards(
+        coverage_floor=opts["coverage_floor"],
+        anneal_from=opts["anneal_from"],
+        guardrail=opts["guardrail"],
+        guard_threshold=opts["guard_threshold"],
+    )
+
+
 def _unbiased(system: str, opts: dict[str, Any]) -> bool:
     value = opts["unbiased"]
     if not isinstance(value, bool):
@@ -103,13 +113,12 @@ def build_shade(
             rep_factor=opts["rep_factor"],
             ls_init_frac=opts["ls_init_frac"],
             batch_size=batch_size,
-            coverage_floor=opts["coverage_floor"],
-            anneal_from=opts["anneal_from"],
-            guardrail=opts["guardrail"],
-            guard_threshold=opts["guard_threshold"],
-            adaptive=opts["adaptive"],
-            steep_decline=opts["steep_decline"],
-            stagnant=opts["stagnant"],
+            guards=_guards(opts),
+            adaptivity=Adaptivity(
+                adaptive=opts["adaptive"],
+                steep_decline=opts["steep_decline"],
+                stagnant=opts["stagnant"],
+            ),
             aggressive=opts["aggressive"] or ("head" if opts["adaptive"] is True else "blocks"),
         ),
         policy=APP(budget, seed=seed),
@@ -138,10 +147,7 @@ def _variant(
                 ls_init_frac=opts["ls_init_frac"],
                 batch_size=batch_size,
                 pads=False,
-                coverage_floor=opts["coverage_floor"],
-                anneal_from=opts["anneal_from"],
-                guardrail=opts["guardrail"],
-                guard_threshold=opts["guard_threshold"],
+                guards=_guards(opts),
             ),
             policy=make(budget, seed),
             table=ImportanceTable(n),

@@ -55,7 +55,7 @@ from hotset.torch.checks import check_budget, check_manifest_matches_store
 from hotset.torch.chunkpack import with_chunks
 from hotset.torch.dataset import HotsetDataset, open_dataset
 from hotset.torch.devicepath import VisionPath, vision_path
-from hotset.torch.fetch import BatchFetcher, identity_collate
+from hotset.torch.fetch import BatchAssembly, BatchFetcher, FetchIO, identity_collate
 from hotset.torch.forksafe import (
     keeps_workers,
     start_forkserver,
@@ -562,16 +562,20 @@ def _fetcher(
         store=data.store,
         cache=cache,
         sequencer=sequencer,
-        decode=data.decode,
-        transform=data.transform,
-        io_threads=options.io_threads,
-        verify=options.verify,
+        io=FetchIO(
+            io_threads=options.io_threads,
+            verify=options.verify,
+            skip_errors=options.on_error == "skip",
+            shared=session is not None and session.pooled,
+        ),
+        assembly=BatchAssembly(
+            decode=data.decode,
+            transform=data.transform,
+            collate_fn=options.collate_fn,
+            collate_inputs=options.collate_inputs,
+            vision=vision,
+        ),
         layout=layout,
-        shared=session is not None and session.pooled,
-        skip_errors=options.on_error == "skip",
-        collate_fn=options.collate_fn,
-        collate_inputs=options.collate_inputs,
-        vision=vision,
     )
 
 

@@ -76,6 +76,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -96,7 +97,7 @@ from hotset.torch.cacheio import (
     CacheTurn,
 )
 from hotset.torch.cachewrite import CacheWriter
-from hotset.torch.dataset import DecodeSpec
+from hotset.torch.dataset import DecodeSpec, check_decode
 from hotset.torch.devicepath import VisionPath
 from hotset.torch.movebytes import BatchMove
 from hotset.torch.pool import SharedPool
@@ -114,13 +115,72 @@ __all__ = [
     "BACKEND_ERRORS",
     "BACKOFF_MAX_S",
     "BACKOFF_MIN_S",
+    "BatchAssembly",
     "BatchFetcher",
     "CacheBackoff",
     "CacheTurn",
+    "FetchIO",
     "identity_collate",
 ]
 
 _HIT, _SUB, _MISS, _PRE = (int(o) for o in Outcome)
+
+
+@dataclass(frozen=True)
+class FetchIO:
+    """How a worker reads: threads per process, hashing, failures, and the shared pool.
+
+    Checked here as well as in :class:`~hotset.torch.options.LoaderOptions`, because a
+    fetcher is also built by hand (tests, tools): ``verify="no"`` is truthy and would
+    silently mean the opposite.
+    """
+
+    #: storage reads in flight per process
+    io_threads: int
+    #: re-hash what the cache serves and what storage returns (the module docstring)
+    verify: bool
+    #: ``on_error="skip"``: a sample whose read fails for good leaves its batch
+    skip_errors: bool = False
+    #: other loaders write the cache (other jobs on a shared namespace, other ranks on a
+    #: node's embedded cache): misses look in it first (see hotset.torch.pool)
+    shared: bool = False
+
+    def __post_init__(self) -> None:
+        threads = self.io_threads
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise HotsetError(f"io_threads must be an integer >= 1, got {threads!r:.80}")
+        for name in ("verify", "skip_errors", "shared"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise HotsetError(f"{name} must be True or False, got {value!r:.80}")
+
+
+@dataclass(frozen=True)
+class BatchAssembly:
+    """How a batch's bytes become its ``x`` and ``y`` (step 4 of the module docstring).
+
+    Grouped because they travel together to the worker and are used together there:
+    decoding and the per-sample ``transform``, then the collation, or, under
+    ``augment=``, the :class:`~hotset.torch.devicepath.VisionPath` instead of both.
+    """
+
+    #: ``"image"``, ``"pil"``, ``"pil-keep"``, ``"bytes"`` or a callable ``(bytes, key)``
+    decode: DecodeSpec
+    #: applied to each decoded sample
+    transform: Callable[[Any], Any] | None = None
+    #: the whole batch's collation (samples and labels); None: hotset's default
+    collate_fn: Callable[[list[Any]], Any] | None = None
+    #: the samples' collation alone (labels collated by hotset)
+    collate_inputs: Callable[[list[Any]], Any] | None = None
+    #: augment=: x is one encoded buffer or one uint8 tensor (hotset.torch.devicepath)
+    vision: VisionPath | None = None
+
+    def __post_init__(self) -> None:
+        check_decode(self.decode)
+        for name in ("transform", "collate_fn", "collate_inputs"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise HotsetError(f"{name} must be a callable or None, got {value!r:.80}")
 
 
 class BatchFetcher(_TorchDataset):
@@ -136,26 +196,19 @@ class BatchFetcher(_TorchDataset):
         store: Store,
         cache: CacheStore | None,
         sequencer: Sequencer,
-        decode: DecodeSpec,
-        transform: Callable[[Any], Any] | None,
-        io_threads: int,
-        verify: bool,
+        io: FetchIO,
+        assembly: BatchAssembly,
         layout: UnitLayout | None = None,
-        shared: bool = False,
-        skip_errors: bool = False,
-        collate_fn: Callable[[list[Any]], Any] | None = None,
-        collate_inputs: Callable[[list[Any]], Any] | None = None,
         reseed: Reseed | None = None,
-        vision: VisionPath | None = None,
     ) -> None:
         self.layout = layout
         #: augment=: x is one encoded buffer or one uint8 tensor (hotset.torch.devicepath)
-        self.vision = vision
+        self.vision = assembly.vision
         #: seeds a kept worker at each epoch as a fresh one would be (hotset.torch.workerseed)
         self.reseed = reseed
         #: other loaders write the cache (other jobs on a shared namespace, other ranks
         #: on a node's embedded cache): misses look in it first (see hotset.torch.pool)
-        self.shared = shared
+        self.shared = io.shared
         self.keys = list(keys)
         self.hashes = list(hashes)
         self.sizes = sizes
@@ -166,32 +219,32 @@ class BatchFetcher(_TorchDataset):
         self.backoff = CacheBackoff()
         self.sequencer = sequencer
         #: re-hash what the cache serves (and, in the reader, what storage returns)
-        self.verify = verify
+        self.verify = io.verify
         self.reader = StoreReader(
             store=store,
             keys=self.keys,
             hashes=self.hashes,
             sizes=self.size_list,
             layout=layout,
-            io_threads=io_threads,
-            verify=verify,
-            skip_errors=skip_errors,
+            io_threads=io.io_threads,
+            verify=io.verify,
+            skip_errors=io.skip_errors,
         )
         #: cache ids to keys (a sample below n, a unit above)
         self.cache_keys = CacheKeys(self.hashes, layout)
         self.writer = CacheWriter(
-            cache, sequencer=sequencer, backoff=self.backoff, keys=self.cache_keys, shared=shared
+            cache, sequencer=sequencer, backoff=self.backoff, keys=self.cache_keys, shared=io.shared
         )
         self.pool = SharedPool(
-            cache, keys=self.cache_keys, reader=self.reader, layout=layout, verify=verify
+            cache, keys=self.cache_keys, reader=self.reader, layout=layout, verify=io.verify
         )
         self.samples = SampleDecoder(
             keys=self.keys,
             reader=self.reader,
-            decode=decode,
-            transform=transform,
-            collate_fn=collate_fn,
-            collate_inputs=collate_inputs,
+            decode=assembly.decode,
+            transform=assembly.transform,
+            collate_fn=assembly.collate_fn,
+            collate_inputs=assembly.collate_inputs,
         )
 
     def __len__(self) -> int:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -56,12 +57,60 @@ from hotset.engine.outcome import Decision, Outcome
 from hotset.engine.packages import PACKAGE_BYTES, Background, Load
 from hotset.engine.units import UnitLayout
 from hotset.errors import HotsetError
-from hotset.importance.multijob import ELIGIBLE_ABOVE
+from hotset.importance.multijob import ELIGIBLE_ABOVE, check_threshold
 from hotset.policies.icache.packing import Packer
 from hotset.policies.icache.policy import H_SHARE, H_START, ICache
 
 #: packages loaded after one batch, at most
 MAX_LOADS = 4
+
+
+@dataclass(frozen=True)
+class ICacheRules:
+    """iCACHE's rules that hotset leaves off by default (docs/systems/icache.md).
+
+    ``full_fill`` (the authors' code: a full epoch fills without eviction, told which
+    epochs are full by ``full_epoch``, the sampler's rule), ``l_floor`` (§III-A: the
+    L-cache holds at least one package) and ``multijob`` (§III-D: keyed by the
+    adjusted importance of the jobs whose benefit is above ``eligible_above``, with
+    each epoch's first ``probe_requests`` requests planned without the cache). Kept
+    together so the cache's constructor names the policy's shape (budget, regions,
+    packages) and this one object the opt-in behaviour.
+    """
+
+    full_fill: bool = False
+    full_epoch: Callable[[int], bool] | None = None
+    l_floor: bool = False
+    multijob: bool = False
+    eligible_above: float = ELIGIBLE_ABOVE
+    probe_requests: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("full_fill", "l_floor", "multijob"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise HotsetError(f"icache: {name} must be True or False, got {value!r}")
+        if self.full_epoch is not None and not callable(self.full_epoch):
+            raise HotsetError(
+                f"icache: full_epoch must be a callable(epoch) -> bool or None, "
+                f"got {self.full_epoch!r}"
+            )
+        if self.full_fill and self.full_epoch is None:
+            raise HotsetError("icache: full_fill needs full_epoch, the sampler's full-epoch rule")
+        check_threshold(self.eligible_above)
+        probe = self.probe_requests
+        if isinstance(probe, bool) or not isinstance(probe, int) or probe < 0:
+            raise HotsetError(f"icache: probe_requests must be an int >= 0, got {probe!r}")
+
+    def icache_options(self) -> dict[str, Any]:
+        """The rules :class:`ICache` takes as keywords (``l_floor`` is the L-cache's own)."""
+        return {
+            "full_fill": self.full_fill,
+            "full_epoch": self.full_epoch,
+            "multijob": self.multijob,
+            "eligible_above": self.eligible_above,
+            "probe_requests": self.probe_requests,
+        }
 
 
 class PackedICache(ICache):
@@ -83,13 +132,10 @@ class PackedICache(ICache):
         lookahead: bool = True,
         packaging: str = "dynamic",
         package_bytes: int = PACKAGE_BYTES,
-        full_fill: bool = False,
-        full_epoch: Callable[[int], bool] | None = None,
-        l_floor: bool = False,
-        multijob: bool = False,
-        eligible_above: float = ELIGIBLE_ABOVE,
-        probe_requests: int = 0,
+        rules: ICacheRules = ICacheRules(),
     ) -> None:
+        if not isinstance(rules, ICacheRules):
+            raise HotsetError(f"icache: rules must be an ICacheRules, got {rules!r:.80}")
         super().__init__(
             budget,
             seed=seed,
@@ -98,15 +144,9 @@ class PackedICache(ICache):
             substitute_to=substitute_to,
             resize=resize,
             lookahead=lookahead,
-            full_fill=full_fill,
-            full_epoch=full_epoch,
-            multijob=multijob,
-            eligible_above=eligible_above,
-            probe_requests=probe_requests,
+            **rules.icache_options(),
         )
-        if not isinstance(l_floor, bool):
-            raise HotsetError(f"icache: l_floor must be True or False, got {l_floor!r}")
-        self.l_floor = l_floor
+        self.l_floor = rules.l_floor
         if budget.sizes is not None:
             sizes = np.asarray(budget.sizes, dtype=np.int64)
         elif n is not None:
