@@ -51,3 +51,34 @@ def test_unknown_spec_is_named(spec: str) -> None:
 def test_bad_capacity_is_named() -> None:
     with pytest.raises(HotsetError, match="capacity_bytes"):
         open_cache("memory", capacity_bytes="much", namespace="x", n_slots=1)
+
+
+def test_a_plug_in_backend_opens_its_own_scheme_and_cannot_take_a_built_in() -> None:
+    from hotset.cachestore import registry
+
+    seen: list[tuple[object, registry.CacheRequest]] = []
+
+    def opener(spec: object, request: registry.CacheRequest) -> CacheStore:
+        seen.append((spec, request))
+        return SharedMemoryCache(request.capacity_bytes, n_slots=request.n_slots)
+
+    before = registry.BACKENDS.snapshot()
+    try:
+        with pytest.raises(HotsetError, match="unknown cache 'myc://x'"):
+            open_cache("myc://x", capacity_bytes=1000, namespace="ns", n_slots=4)
+        registry.register_backend("myc", opener)
+        cache = open_cache("myc://x", capacity_bytes="2kb", namespace="ns", n_slots=4)
+        try:
+            assert registry.parse_cache_spec("myc://anything") == "myc"
+            assert seen == [("myc://x", registry.CacheRequest(2000, "ns", 4))]
+            assert cache.capacity_bytes == 2000
+        finally:
+            cache.close()
+        with pytest.raises(HotsetError, match="cache backend 'redis' is already registered"):
+            registry.register_backend("redis", opener)
+        with pytest.raises(HotsetError, match="bad cache scheme 'my c'"):
+            registry.register_backend("my c", opener)
+    finally:
+        registry.BACKENDS.restore(before)
+    with pytest.raises(HotsetError, match="unknown cache 'myc://x'"):
+        open_cache("myc://x", capacity_bytes=1000, namespace="ns", n_slots=4)

@@ -4,25 +4,105 @@
 server); ``"redis://host:port/db"`` is one Redis server; ``"redis+cluster://h1:p1,h2:p2"``
 (or a list of ``host:port`` startup nodes) is a Redis Cluster. Redis support is
 imported only when such a spec is opened, so the default needs no extra package.
+
+What opens each kind is a :class:`~hotset.registry.Registry` (:data:`BACKENDS`, the type
+stores and policies register in): :func:`parse_cache_spec` names the kind without
+connecting, and :func:`open_cache` hands the spec and a :class:`CacheRequest` to the
+kind's opener. A plug-in registers a URL scheme of its own (``register_backend("myc",
+opener)``): ``myc://...`` specs are then that kind, checked by the opener itself.
 """
 
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hotset.cachestore.base import CacheStore
 from hotset.cachestore.redaction import redact, redact_spec_value, scrub, secrets_in
 from hotset.errors import HotsetError
+from hotset.registry import Registry
 from hotset.units import parse_bytes
 
 if TYPE_CHECKING:
     from hotset.data.digest import Digest
 
-__all__ = ["EMBEDDED_SPECS", "open_cache", "parse_cache_spec"]
+__all__ = [
+    "BACKENDS",
+    "EMBEDDED_SPECS",
+    "CacheRequest",
+    "open_cache",
+    "parse_cache_spec",
+    "register_backend",
+]
 
 EMBEDDED_SPECS = ("memory", "shm")
+
+
+@dataclass(frozen=True)
+class CacheRequest:
+    """What a loader asks of the cache it opens, whatever its kind (see :func:`open_cache`)."""
+
+    capacity_bytes: int
+    namespace: str
+    n_slots: int
+    verify: bool = False
+    socket_timeout: float | None = None
+    socket_connect_timeout: float | None = None
+    digest: Digest | None = None
+
+
+#: ``opener(spec, request)`` -> the store
+CacheOpener = Callable[[object, CacheRequest], CacheStore]
+
+
+def _open_embedded(spec: object, request: CacheRequest) -> CacheStore:
+    if request.digest is not None:
+        raise HotsetError(
+            f"cache {spec!r} with a digest: the embedded cache is private to one loader, "
+            "so content-addressed sharing has nobody to share with; give a Redis cache "
+            "(cache='redis://host:port/0', cache_bytes=..., namespace=...) or leave out digest"
+        )
+    from hotset.cachestore.shm import SharedMemoryCache
+
+    return SharedMemoryCache(request.capacity_bytes, n_slots=request.n_slots, verify=request.verify)
+
+
+def _open_redis(spec: object, request: CacheRequest) -> CacheStore:
+    """One Redis server or a cluster (the client tells them apart by the spec)."""
+    from hotset.cachestore.redis_store import RedisCache
+
+    options = {
+        "namespace": request.namespace,
+        "capacity_bytes": request.capacity_bytes,
+        "verify": request.verify,
+        "socket_timeout": request.socket_timeout,
+        "socket_connect_timeout": request.socket_connect_timeout,
+    }
+    if request.digest is not None:
+        from hotset.cachestore.capability import CapabilityRedisCache
+
+        return CapabilityRedisCache(spec, digest=request.digest, **options)  # type: ignore[arg-type]
+    return RedisCache(spec, **options)  # type: ignore[arg-type]
+
+
+#: cache kind (what :func:`parse_cache_spec` names) -> its opener
+BACKENDS: Registry[CacheOpener] = Registry("cache backend", check=callable)
+BACKENDS.register("memory", _open_embedded)
+BACKENDS.register("redis", _open_redis)
+BACKENDS.register("redis-cluster", _open_redis)
+
+
+def register_backend(scheme: str, opener: CacheOpener, *, replace: bool = False) -> None:
+    """Make ``scheme://...`` cache specs open with ``opener(spec, request)``.
+
+    The built-in kinds (``memory``, ``redis``, ``redis-cluster``) are taken over only
+    with ``replace=True``, as every registry's names are.
+    """
+    if not isinstance(scheme, str) or not scheme.isidentifier():
+        raise HotsetError(f"bad cache scheme {scheme!r}: give the bare name, e.g. 'myc'")
+    BACKENDS.register(scheme, opener, replace=replace)
 
 
 def open_cache(
@@ -50,44 +130,17 @@ def open_cache(
     (:mod:`hotset.cachestore.capability`). The embedded cache refuses one: it is
     private to one loader, so content addressing would share nothing.
     """
-    capacity = parse_bytes(capacity_bytes, name="capacity_bytes")
-    parse_cache_spec(spec)  # a malformed spec fails here, before any connection is tried
-    if isinstance(spec, str) and spec.strip().lower() in EMBEDDED_SPECS:
-        if digest is not None:
-            raise HotsetError(
-                f"cache {spec!r} with a digest: the embedded cache is private to one loader, "
-                "so content-addressed sharing has nobody to share with; give a Redis cache "
-                "(cache='redis://host:port/0', cache_bytes=..., namespace=...) or leave out digest"
-            )
-        from hotset.cachestore.shm import SharedMemoryCache
-
-        return SharedMemoryCache(capacity, n_slots=n_slots, verify=verify)
-    from hotset.cachestore.redis_url import is_redis_spec
-
-    if is_redis_spec(spec):
-        from hotset.cachestore.redis_store import RedisCache
-
-        if digest is not None:
-            from hotset.cachestore.capability import CapabilityRedisCache
-
-            return CapabilityRedisCache(
-                spec,
-                digest=digest,
-                namespace=namespace,
-                capacity_bytes=capacity,
-                verify=verify,
-                socket_timeout=socket_timeout,
-                socket_connect_timeout=socket_connect_timeout,
-            )
-        return RedisCache(
-            spec,
-            namespace=namespace,
-            capacity_bytes=capacity,
-            verify=verify,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=socket_connect_timeout,
-        )
-    raise HotsetError(f"unknown cache {redact_spec_value(spec):.120}: {_UNKNOWN}")
+    request = CacheRequest(
+        capacity_bytes=parse_bytes(capacity_bytes, name="capacity_bytes"),
+        namespace=namespace,
+        n_slots=n_slots,
+        verify=verify,
+        socket_timeout=socket_timeout,
+        socket_connect_timeout=socket_connect_timeout,
+        digest=digest,
+    )
+    kind = parse_cache_spec(spec)  # a malformed spec fails here, before any connection is tried
+    return BACKENDS.get(kind)(spec, request)
 
 
 _UNKNOWN = (
@@ -133,6 +186,8 @@ def parse_cache_spec(spec: object) -> str:
             f"{_UNKNOWN}"
         ) from None
     scheme = parts.scheme
+    if scheme in BACKENDS and scheme not in ("memory", "redis", "redis-cluster"):
+        return scheme  # a plug-in's kind: its opener checks the rest
     if scheme in CLUSTER_SCHEMES:
         try:
             parse_cluster(spec)
