@@ -136,12 +136,12 @@ def test_the_matrix_measures_every_row_in_groups_and_draws_it(tmp_path: Path) ->
 
 
 def test_bad_inputs_are_named_before_any_work(tmp_path: Path) -> None:
-    from hotset.bench.matrix import run
+    from hotset.bench.matrix import MatrixOptions, run
 
     with pytest.raises(HotsetError, match="cache sizes must be in"):
-        run(data_dir=tmp_path, fracs=(0.0,))
+        run(MatrixOptions(data_dir=tmp_path, cache_fracs=(0.0,)))
     with pytest.raises(HotsetError, match="unknown store preset"):
-        run(data_dir=tmp_path, presets=("floppy",))
+        run(MatrixOptions(data_dir=tmp_path, presets=("floppy",)))
     with pytest.raises(HotsetError, match="repeats"):
-        run(data_dir=tmp_path, repeats=0)
+        run(MatrixOptions(data_dir=tmp_path, repeats=0))
     assert not any(tmp_path.iterdir())

@@ -96,3 +96,19 @@ def test_bad_options_fail_before_any_work(tmp_path: Path, args: list[str], match
     code, out = run_cli("bench", "pipeline", "--root", str(tmp_path), *TINY, *args)
     assert code == 2 and match in out, out
     assert not (tmp_path / "benchmarks").exists()
+
+
+def test_options_left_unset_take_the_device_s_defaults() -> None:
+    from hotset.bench.pipeline_options import PipelineOptions
+    from hotset.errors import HotsetError
+
+    opts = PipelineOptions(batch_size=8, image_size="64x48")
+    cpu, gpu = opts.sizes("cpu"), opts.sizes("cuda")
+    assert (cpu.n, cpu.batch_size, cpu.workers, cpu.model) == (256, 8, 2, "small")
+    assert (gpu.n, gpu.batch_size, gpu.workers, gpu.model) == (10_000, 8, 14, "auto")
+    photos = opts.photos(cpu)
+    assert (photos.width, photos.height, photos.classes) == (64, 48, 10)
+    with pytest.raises(HotsetError, match="WIDTHxHEIGHT"):
+        PipelineOptions(image_size="500")
+    with pytest.raises(HotsetError, match="paths must be among worker, device"):
+        PipelineOptions(paths=("gpu",))

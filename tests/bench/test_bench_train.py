@@ -169,3 +169,14 @@ def test_a_chunk_size_other_than_64_packs_a_linked_copy(tmp_path: Path) -> None:
     assert big is not None and little is not None
     assert big.n_chunks == 5 and little.n_chunks == 19  # 300 / 64 and 300 / 16, rounded up
     assert (small / "manifest.csv").read_text() != ""  # its own manifest, same samples
+
+
+def test_train_options_check_themselves_in_python() -> None:
+    from hotset.bench.train import TrainOptions
+    from hotset.errors import HotsetError
+
+    assert TrainOptions().systems == ("pytorch", "lru", "minio", "shade")
+    with pytest.raises(HotsetError, match="--seeds: seeds must be non-negative, got '0,-1'"):
+        TrainOptions(seeds=(0, -1))
+    with pytest.raises(HotsetError, match="nosuch"):
+        TrainOptions(systems=("pytorch", "nosuch"))

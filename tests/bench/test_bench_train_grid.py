@@ -52,3 +52,15 @@ def test_the_baseline_is_refused_as_a_compared_system(tmp_path: Path) -> None:
     code, out = run_cli("bench", "traingrid", "--root", str(tmp_path), "--systems",
                         "pytorch,scout")  # fmt: skip
     assert code != 0 and "pytorch is the baseline" in out
+
+
+def test_grid_options_refuse_what_the_grid_cannot_run() -> None:
+    from hotset.bench.train_grid import TrainGridOptions
+    from hotset.errors import HotsetError
+
+    with pytest.raises(HotsetError, match="pytorch is the baseline"):
+        TrainGridOptions(systems=("pytorch", "scout"))
+    with pytest.raises(HotsetError, match=r"--cache-fracs: each must be in \(0, 1\]"):
+        TrainGridOptions(cache_fracs=(0.0, 0.5))
+    with pytest.raises(HotsetError, match="--chunk-sizes: each must be >= 1"):
+        TrainGridOptions(chunk_sizes=(0,))

@@ -31,12 +31,17 @@ import math
 import statistics
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
 import numpy as np
 
+from hotset import options as typed
+from hotset.bench.workloads import DEFAULT_DATA_DIR
 from hotset.errors import HotsetError
+from hotset.options import cli
 
 DEFAULT_PRESETS = ("nfs-10gbe", "cloud-nas", "s3-small")
 DEFAULT_WORKLOADS = ("synth", "imagenet-like")
@@ -348,83 +353,163 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
     return round(statistics.fmean(got), 4) if got else None
 
 
-def run(
-    *,
-    data_dir: Path,
-    presets: Sequence[str] = DEFAULT_PRESETS,
-    workloads: Sequence[str] = DEFAULT_WORKLOADS,
-    fracs: Sequence[float] = DEFAULT_FRACS,
-    systems: Sequence[str] = DEFAULT_SYSTEMS,
-    repeats: int = 3,
-    epochs: int = 3,
-    workers: int = 4,
-    batch_size: int = 32,
-    step_ms: float = 10.0,
-    n: int = 1200,
-    sim_n: int = 2000,
-    seeds: Sequence[int] = (0, 1, 2),
-    sim_epochs: int = 10,
-    halves: Sequence[str] = HALVES,
-    measured_from: Path | None = None,
-    accuracy_from: Path | None = None,
-    progress: bool = True,
-) -> dict[str, Any]:
-    """The whole matrix; see the module docstring for its two halves.
+def _validate(opts: MatrixOptions) -> None:
+    """The lists non-empty, the cache sizes shares, the counts at least their minimum."""
+    if not opts.presets or not opts.systems or not opts.cache_fracs or not opts.seeds:
+        raise HotsetError("bench matrix: presets, systems, cache sizes and seeds must be non-empty")
+    bad = [f for f in opts.cache_fracs if not 0 < f <= 1]
+    if bad:
+        raise HotsetError(f"bench matrix: cache sizes must be in (0, 1], got {bad[0]!r}")
+    repeats, epochs, sim_epochs = opts.repeats, opts.epochs, opts.sim_epochs
+    if repeats < 1 or epochs < 2 or sim_epochs < 1:
+        raise HotsetError(
+            f"bench matrix: repeats >= 1, epochs >= 2 (one cold, one warm) and sim epochs >= 1; "
+            f"got repeats={repeats}, epochs={epochs}, sim_epochs={sim_epochs}"
+        )
+
+
+def _from_result(help: str) -> dict[str, Any]:
+    """``--measured-from`` / ``--accuracy-from``: an earlier result file, which must exist."""
+    return cli(help, type=click.Path(dir_okay=False, exists=True, path_type=Path))
+
+
+@dataclass(frozen=True)
+class MatrixOptions:
+    """What ``bench matrix`` runs; the command line is generated from the fields
+    (:mod:`hotset.cli.typed_options`), so a run built in Python is checked alike.
 
     ``halves`` runs only some of them; ``measured_from`` / ``accuracy_from`` take a
     half from an earlier result file instead (its rows must cover this run's cells),
     so the two halves can run as separate processes and be joined afterwards.
     """
-    from hotset.storage.presets import resolve_store
-    from hotset.systems.registry import parse_system
 
-    _validate(presets, fracs, systems, repeats, epochs, sim_epochs, seeds)
-    bad = [h for h in halves if h not in HALVES]
-    if bad or not halves:
-        raise HotsetError(f"bench matrix: halves are {', '.join(HALVES)}; got {list(halves)!r}")
+    presets: tuple[str, ...] = field(
+        default=DEFAULT_PRESETS,
+        metadata=cli(
+            "Comma list of store presets (see `hotset stores`).", parse=typed.texts, flag="--stores"
+        ),
+    )
+    workloads: tuple[str, ...] = field(default=DEFAULT_WORKLOADS, metadata=cli(parse=typed.texts))
+    cache_fracs: tuple[float, ...] = field(default=DEFAULT_FRACS, metadata=cli(parse=typed.floats))
+    systems: tuple[str, ...] = field(
+        default=DEFAULT_SYSTEMS,
+        metadata=cli(
+            "Comma list; NAME[option=value,...] sets a system's options.", parse=typed.systems
+        ),
+    )
+    repeats: int = field(default=3, metadata=cli(type=click.IntRange(min=1)))
+    epochs: int = field(
+        default=3,
+        metadata=cli("Measured epochs per row (the first is cold).", type=click.IntRange(min=2)),
+    )
+    n: int = field(
+        default=1200,
+        metadata=cli(
+            "Samples of each workload in the measured half.", type=click.IntRange(min=200)
+        ),
+    )
+    sim_n: int = field(
+        default=2000,
+        metadata=cli(
+            "Samples of each workload the simulator trains on.", type=click.IntRange(min=200)
+        ),
+    )
+    workers: int = field(default=4, metadata=cli(type=click.IntRange(min=0)))
+    batch_size: int = field(default=32, metadata=cli(type=click.IntRange(min=1)))
+    step_ms: float = field(
+        default=10.0,
+        metadata=cli(
+            "The accelerator's step per batch, modeled as a fixed wait.",
+            type=click.FloatRange(min=0),
+        ),
+    )
+    seeds: tuple[int, ...] = field(
+        default=(0, 1, 2), metadata=cli("Simulated training seeds.", parse=typed.ints)
+    )
+    sim_epochs: int = field(default=10, metadata=cli(type=click.IntRange(min=1)))
+    data_dir: Path = field(
+        default=DEFAULT_DATA_DIR,
+        metadata=cli(type=click.Path(file_okay=False, path_type=Path)),
+    )
+    halves: tuple[str, ...] = field(
+        default=HALVES,
+        metadata=cli(
+            "Run only the measured (real clock) or the simulated (accuracy) half.",
+            parse=typed.texts,
+        ),
+    )
+    measured_from: Path | None = field(
+        default=None, metadata=_from_result("Take the measured half from an earlier matrix result.")
+    )
+    accuracy_from: Path | None = field(
+        default=None,
+        metadata=_from_result("Take the simulated half from an earlier matrix result."),
+    )
+
+    def __post_init__(self) -> None:
+        """Empty lists, a bad cache size, count, half, preset or system fail before any
+        work, naming themselves."""
+        from hotset.storage.presets import resolve_store
+        from hotset.systems.registry import parse_system
+
+        _validate(self)
+        bad = [h for h in self.halves if h not in HALVES]
+        if bad or not self.halves:
+            raise HotsetError(
+                f"bench matrix: halves are {', '.join(HALVES)}; got {list(self.halves)!r}"
+            )
+        for preset in self.presets:
+            resolve_store(preset, latency_ms=None, bandwidth_mb_s=None, max_concurrency=None)
+        for system in self.systems:
+            parse_system(system)
+
+
+def run(opts: MatrixOptions = MatrixOptions(), *, progress: bool = True) -> dict[str, Any]:
+    """The whole matrix (:class:`MatrixOptions`); see the module docstring for its two
+    halves."""
+    from hotset.storage.presets import resolve_store
+
+    presets, workloads, fracs = opts.presets, opts.workloads, opts.cache_fracs
     stores = {
         p: resolve_store(p, latency_ms=None, bandwidth_mb_s=None, max_concurrency=None)
         for p in presets
     }
-    for system in systems:
-        parse_system(system)
-    reused_measured = _reused(measured_from, "measured", presets, workloads, fracs, systems)
-    reused_accuracy = _reused(accuracy_from, "accuracy", presets, workloads, fracs, systems)
-    paths = _datasets(workloads, data_dir=data_dir, n=n, progress=progress)
-    sim_paths = _datasets(workloads, data_dir=data_dir, n=sim_n, progress=progress)
-    measure = "measured" in halves and reused_measured is None
-    simulate = "simulated" in halves and reused_accuracy is None
-    total = measure * len(presets) * len(workloads) * repeats * (2 + len(fracs) * len(systems))
-    total += simulate * len(workloads) * len(fracs) * len(seeds) * len(set(systems) | {"pytorch"})
-    bar = _bar(total, progress)
+    reused_measured = _reused(opts.measured_from, "measured", opts)
+    reused_accuracy = _reused(opts.accuracy_from, "accuracy", opts)
+    paths = _datasets(workloads, data_dir=opts.data_dir, n=opts.n, progress=progress)
+    sim_paths = _datasets(workloads, data_dir=opts.data_dir, n=opts.sim_n, progress=progress)
+    measure = "measured" in opts.halves and reused_measured is None
+    simulate = "simulated" in opts.halves and reused_accuracy is None
+    bar = _bar(_rows_to_run(opts, measure, simulate), progress)
     measured = reused_measured or []
     load_before = _load_average()
     if measure:
-        measured = _measure_all(
-            stores, paths, systems=systems, fracs=fracs, repeats=repeats, epochs=epochs,
-            workers=workers, batch_size=batch_size, step_ms=step_ms, bar=bar,
-        )  # fmt: skip
+        measured = _measure_all(stores, paths, opts, bar)
     accuracy = reused_accuracy or []
     if simulate:
         for workload, path in sim_paths.items():
             runs = accuracy_runs(
-                path, systems=systems, fracs=fracs, seeds=seeds, epochs=sim_epochs,
-                store=stores[presets[0]], step_ms=step_ms, tick=bar(f"simulated {workload}"),
+                path, systems=opts.systems, fracs=fracs, seeds=opts.seeds, epochs=opts.sim_epochs,
+                store=stores[presets[0]], step_ms=opts.step_ms, tick=bar(f"simulated {workload}"),
             )  # fmt: skip
             accuracy += [r | {"workload": workload} for r in runs]
-    result = _result(
-        measured, accuracy, stores=stores, paths=paths, sim_paths=sim_paths, systems=systems,
-        fracs=fracs, repeats=repeats, epochs=epochs, workers=workers, batch_size=batch_size,
-        step_ms=step_ms, seeds=seeds, sim_epochs=sim_epochs,
-    )  # fmt: skip
+    result = _result(measured, accuracy, opts, stores=stores, paths=paths, sim_paths=sim_paths)
     # how busy the machine was: the ratios are taken within a group, but a machine whose
     # cores are all taken slows the CPU-bound rows (no-I/O, cache hits) more than torch's
     if measure:
         result["params"]["load_average_1min"] = {"start": load_before, "end": _load_average()}
-    elif measured_from is not None:  # the load the measured half ran under, from its file
-        part = json.loads(Path(measured_from).read_text())["result"]["params"]
+    elif opts.measured_from is not None:  # the load the measured half ran under, from its file
+        part = json.loads(Path(opts.measured_from).read_text())["result"]["params"]
         result["params"]["load_average_1min"] = part.get("load_average_1min")
     return result
+
+
+def _rows_to_run(opts: MatrixOptions, measure: bool, simulate: bool) -> int:
+    """The progress bar's total: every measured row and every simulated run to come."""
+    fracs, systems, workloads = opts.cache_fracs, opts.systems, opts.workloads
+    groups = len(opts.presets) * len(workloads) * opts.repeats
+    simulated = len(workloads) * len(fracs) * len(opts.seeds) * len(set(systems) | {"pytorch"})
+    return measure * groups * (2 + len(fracs) * len(systems)) + simulate * simulated
 
 
 def _load_average() -> float | None:
@@ -439,26 +524,20 @@ def _load_average() -> float | None:
 def _measure_all(
     stores: dict[str, Any],
     paths: dict[str, Path],
-    *,
-    systems: Sequence[str],
-    fracs: Sequence[float],
-    repeats: int,
-    epochs: int,
-    workers: int,
-    batch_size: int,
-    step_ms: float,
+    opts: MatrixOptions,
     bar: Callable[[str], Callable[[str], None]],
 ) -> list[dict[str, Any]]:
     """Every group, repeat after repeat: a repeat covers every preset and workload before
     the next starts, so a slow spell of the machine lands in one repeat, not one preset."""
     measured: list[dict[str, Any]] = []
-    for rep in range(repeats):
+    for rep in range(opts.repeats):
         for preset, store in stores.items():
             for workload, path in paths.items():
                 rows = measure_group(
-                    path, store=store, systems=systems, fracs=fracs, epochs=epochs,
-                    workers=workers, batch_size=batch_size, step_ms=step_ms, seed=0,
-                    rotate=rep, tick=bar(f"{preset} {workload} #{rep + 1}"),
+                    path, store=store, systems=opts.systems, fracs=opts.cache_fracs,
+                    epochs=opts.epochs, workers=opts.workers, batch_size=opts.batch_size,
+                    step_ms=opts.step_ms, seed=0, rotate=rep,
+                    tick=bar(f"{preset} {workload} #{rep + 1}"),
                 )  # fmt: skip
                 measured += [
                     r | {"preset": preset, "workload": workload, "repeat": rep} for r in rows
@@ -466,14 +545,7 @@ def _measure_all(
     return measured
 
 
-def _reused(
-    path: Path | None,
-    key: str,
-    presets: Sequence[str],
-    workloads: Sequence[str],
-    fracs: Sequence[float],
-    systems: Sequence[str],
-) -> list[dict[str, Any]] | None:
+def _reused(path: Path | None, key: str, opts: MatrixOptions) -> list[dict[str, Any]] | None:
     """The ``key`` rows of an earlier matrix result, checked to cover this run's cells."""
     if path is None:
         return None
@@ -485,37 +557,16 @@ def _reused(
         raise HotsetError(f"{path}: not a bench matrix result with {key} rows ({exc})") from None
     have = {(r.get("preset"), r["workload"], r.get("cache_frac"), r.get("name", r.get("system")))
             for r in rows}  # fmt: skip
-    for workload in workloads:
-        for frac in fracs:
-            for system in systems:
-                for preset in presets if key == "measured" else [None]:
+    for workload in opts.workloads:
+        for frac in opts.cache_fracs:
+            for system in opts.systems:
+                for preset in opts.presets if key == "measured" else [None]:
                     if (preset, workload, frac, system) not in have:
                         raise HotsetError(
                             f"{path}: its {key} rows lack {system} at {frac:g} on {workload}"
                             + (f" / {preset}" if preset else "")
                         )
     return rows
-
-
-def _validate(
-    presets: Sequence[str],
-    fracs: Sequence[float],
-    systems: Sequence[str],
-    repeats: int,
-    epochs: int,
-    sim_epochs: int,
-    seeds: Sequence[int],
-) -> None:
-    if not presets or not systems or not fracs or not seeds:
-        raise HotsetError("bench matrix: presets, systems, cache sizes and seeds must be non-empty")
-    bad = [f for f in fracs if not 0 < f <= 1]
-    if bad:
-        raise HotsetError(f"bench matrix: cache sizes must be in (0, 1], got {bad[0]!r}")
-    if repeats < 1 or epochs < 2 or sim_epochs < 1:
-        raise HotsetError(
-            f"bench matrix: repeats >= 1, epochs >= 2 (one cold, one warm) and sim epochs >= 1; "
-            f"got repeats={repeats}, epochs={epochs}, sim_epochs={sim_epochs}"
-        )
 
 
 def _bar(total: int, progress: bool) -> Callable[[str], Callable[[str], None]]:
@@ -537,21 +588,14 @@ def _bar(total: int, progress: bool) -> Callable[[str], Callable[[str], None]]:
 def _result(
     measured: list[dict[str, Any]],
     accuracy: list[dict[str, Any]],
+    opts: MatrixOptions,
     *,
     stores: dict[str, Any],
     paths: dict[str, Path],
     sim_paths: dict[str, Path],
-    systems: Sequence[str],
-    fracs: Sequence[float],
-    repeats: int,
-    epochs: int,
-    workers: int,
-    batch_size: int,
-    step_ms: float,
-    seeds: Sequence[int],
-    sim_epochs: int,
 ) -> dict[str, Any]:
-    from hotset.bench.loader import TUNED_NOTE
+    """The result: ``params`` (the data sets as made), the table, both halves' rows and
+    the notes that say how each column was made."""
     from hotset.data import Manifest
 
     sizes = {w: Manifest.load(p) for w, p in paths.items()}
@@ -564,42 +608,51 @@ def _result(
                 w: {"n": len(m), "mean_sample_bytes": round(m.total_bytes / len(m))}
                 for w, m in sizes.items()
             },
-            "systems": list(systems),
-            "cache_fracs": list(fracs),
-            "repeats": repeats,
-            "epochs": epochs,
-            "workers": workers,
-            "batch_size": batch_size,
-            "step_ms": step_ms,
+            "systems": list(opts.systems),
+            "cache_fracs": list(opts.cache_fracs),
+            "repeats": opts.repeats,
+            "epochs": opts.epochs,
+            "workers": opts.workers,
+            "batch_size": opts.batch_size,
+            "step_ms": opts.step_ms,
             "sim_samples": sim_sizes,
-            "sim_seeds": list(seeds),
-            "sim_epochs": sim_epochs,
+            "sim_seeds": list(opts.seeds),
+            "sim_epochs": opts.sim_epochs,
             "sim_store": first,
         },
         "table": summarize(measured, accuracy),
         "measured": measured,
         "accuracy": accuracy,
-        "notes": [
-            "Measured on this machine (real clock): one modeled server per job with the "
-            "preset's latency per request, link bandwidth and requests in flight across all "
-            f"{workers} DataLoader workers; the accelerator's step is a {step_ms:g} ms wait per "
-            f"batch of {batch_size}; {epochs} epochs per row, the first one cold.",
-            TUNED_NOTE.format(in_flight="the preset's requests in flight"),
-            "vs_torch / vs_no_io: samples/s over the tuned DataLoader's and over the no-I/O "
-            f"ceiling's, measured in the same group; median over {repeats} groups, min and max "
-            "beside it (the systems' order rotated each repeat).",
-            "exact hits and substitutions are never merged; distinct_ids_per_epoch is coverage "
-            "(distinct samples trained per epoch); mb_read_per_epoch counts every byte the "
-            "store moved (reads, rebuilds, iCACHE's packer); read_per_delivered is that over "
-            "the bytes training received.",
-            "Simulated: sim_acc, sim_acc_delta_pt (vs pytorch, same seed and cache), "
-            "sim_distinct_share and epochs_to_target come from the live simulator training a "
-            f"small model for {sim_epochs} epochs over seeds {list(seeds)} (store: {first}); "
-            "modeled_tta_s = epochs_to_target x the simulated set's training samples / this cell's "
-            "measured samples/s (the measured rows read a smaller copy of the workload; the "
-            "simulator trains on sim_samples). sim_acc_noise_pt: two standard errors of an "
-            "accuracy difference over the validation samples and seeds.",
-            "Losses fed back in the measured half are a stand-in: per-sample log-normal "
-            "difficulties that persist across epochs (10% noise, 10% decay per epoch).",
-        ],
+        "notes": _notes(opts, first),
     }
+
+
+def _notes(opts: MatrixOptions, sim_store: str) -> list[str]:
+    """What the measured and simulated columns are, with this run's figures in them."""
+    from hotset.bench.loader import TUNED_NOTE
+
+    return [
+        "Measured on this machine (real clock): one modeled server per job with the "
+        "preset's latency per request, link bandwidth and requests in flight across all "
+        f"{opts.workers} DataLoader workers; the accelerator's step is a {opts.step_ms:g} ms "
+        f"wait per batch of {opts.batch_size}; {opts.epochs} epochs per row, the first one "
+        "cold.",
+        TUNED_NOTE.format(in_flight="the preset's requests in flight"),
+        "vs_torch / vs_no_io: samples/s over the tuned DataLoader's and over the no-I/O "
+        f"ceiling's, measured in the same group; median over {opts.repeats} groups, min and max "
+        "beside it (the systems' order rotated each repeat).",
+        "exact hits and substitutions are never merged; distinct_ids_per_epoch is coverage "
+        "(distinct samples trained per epoch); mb_read_per_epoch counts every byte the "
+        "store moved (reads, rebuilds, iCACHE's packer); read_per_delivered is that over "
+        "the bytes training received.",
+        "Simulated: sim_acc, sim_acc_delta_pt (vs pytorch, same seed and cache), "
+        "sim_distinct_share and epochs_to_target come from the live simulator training a "
+        f"small model for {opts.sim_epochs} epochs over seeds {list(opts.seeds)} "
+        f"(store: {sim_store}); "
+        "modeled_tta_s = epochs_to_target x the simulated set's training samples / this cell's "
+        "measured samples/s (the measured rows read a smaller copy of the workload; the "
+        "simulator trains on sim_samples). sim_acc_noise_pt: two standard errors of an "
+        "accuracy difference over the validation samples and seeds.",
+        "Losses fed back in the measured half are a stand-in: per-sample log-normal "
+        "difficulties that persist across epochs (10% noise, 10% decay per epoch).",
+    ]

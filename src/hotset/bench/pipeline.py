@@ -48,14 +48,14 @@ from typing import Any
 import numpy as np
 
 from hotset.bench.cputime import CpuTimes, cpu_times
+from hotset.bench.pipeline_options import DEFAULT_SYSTEMS, PATHS, PipelineOptions
 from hotset.bench.trainstep import TrainStep, build_model, model_only
 from hotset.errors import HotsetError
 
-__all__ = ["DEFAULT_SYSTEMS", "PATHS", "Setup", "resolve_device", "run", "with_ratios"]
+__all__ = [
+    "DEFAULT_SYSTEMS", "PATHS", "PipelineOptions", "Setup", "resolve_device", "run", "with_ratios",
+]  # fmt: skip
 
-DEFAULT_SYSTEMS = ("pytorch", "quiver", "scout")
-#: where hotset's rows augment: the workers (uint8 hand-over) or the training process's device
-PATHS = ("worker", "device")
 Log = Callable[[str], None]
 
 
@@ -276,18 +276,6 @@ def with_ratios(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def _check(systems: Sequence[str], paths: Sequence[str], epochs: int, batch: int) -> None:
-    from hotset.systems.registry import parse_system
-
-    for name in systems:
-        parse_system(name)
-    for path in paths:
-        if path not in PATHS:
-            raise HotsetError(f"paths must be among {', '.join(PATHS)}, got {path!r}")
-    if epochs < 1 or batch < 1:
-        raise HotsetError(f"epochs and batch_size must be >= 1, got {epochs} and {batch}")
-
-
 def _check_budget(data: Any, systems: Sequence[str], cache_frac: float, batch: int) -> None:
     """The cache budget every caching system gets must hold one batch (the loader's rule)."""
     from hotset.systems.registry import capabilities_of, parse_system
@@ -344,41 +332,34 @@ def _device_name(device: Any) -> str:
     return f"CPU ({platform.processor() or platform.machine()})"
 
 
+#: ``run()``'s options: the command line's defaults
+DEFAULT_OPTIONS = PipelineOptions()
+
+
 def run(
+    opts: PipelineOptions = DEFAULT_OPTIONS,
     *,
-    photos: Any,
     store: Any,
-    systems: Sequence[str] = DEFAULT_SYSTEMS,
-    paths: Sequence[str] = PATHS,
-    model: str = "auto",
-    device: str = "auto",
-    size: int = 224,
-    batch_size: int = 256,
-    workers: int = 14,
-    epochs: int = 3,
-    cache_frac: float = 0.2,
-    seed: int = 0,
-    io_threads: int = 8,
-    data_dir: str | Path | None = None,
     log: Log = _stderr,
 ) -> dict[str, Any]:
-    """Measure every row once (see the module docstring); ``photos`` is the
-    :class:`~hotset.data.photos.PhotoConfig` generated (into ``data_dir`` if given,
-    reused from there when it already holds exactly that set)."""
-    _check(systems, paths, epochs, batch_size)
-    if not 0 < cache_frac <= 1:
-        raise HotsetError(f"cache_frac must be in (0, 1], got {cache_frac!r}")
-    where = resolve_device(device)
+    """Measure every row once (see the module docstring) over ``store`` (a
+    :class:`~hotset.storage.presets.StoreModel`); the photos are generated into
+    ``opts.data_dir`` if given, reused from there when it already holds exactly that set."""
+    where = resolve_device(opts.device)
+    sizes = opts.sizes(where.type)
+    photos = opts.photos(sizes)
     with tempfile.TemporaryDirectory(prefix="hotset-pipeline-") as tmp:
-        folder = Path(data_dir) if data_dir is not None else Path(tmp) / "photos"
-        data = _dataset(photos, folder, systems, seed, log)
-        _check_budget(data, systems, cache_frac, batch_size)  # before any row, not at the 6th
-        setup = _setup(data, store, photos.classes, model, where, size=size, batch_size=batch_size,
-                       workers=workers, epochs=epochs, cache_frac=cache_frac, seed=seed,
-                       io_threads=io_threads)  # fmt: skip
-        table, transform_name = _rows(setup, systems, paths, log)
+        folder = Path(opts.data_dir) if opts.data_dir is not None else Path(tmp) / "photos"
+        data = _dataset(photos, folder, opts.systems, opts.seed, log)
+        # before any row, not at the 6th
+        _check_budget(data, opts.systems, opts.cache_frac, sizes.batch_size)
+        setup = _setup(data, store, photos.classes, sizes.model, where, size=opts.crop_size,
+                       batch_size=sizes.batch_size, workers=sizes.workers, epochs=sizes.epochs,
+                       cache_frac=opts.cache_frac, seed=opts.seed,
+                       io_threads=opts.io_threads)  # fmt: skip
+        table, transform_name = _rows(setup, opts.systems, opts.paths, log)
     return {
-        "params": _params(setup, photos, model, transform_name),
+        "params": _params(setup, photos, sizes.model, transform_name),
         "table": with_ratios(table),
         "notes": _notes(setup, transform_name),
     }

@@ -26,13 +26,18 @@ from __future__ import annotations
 import statistics
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import click
 import numpy as np
 
-from hotset.bench.train import BASELINE, time_to_target
-from hotset.bench.workloads import workload_dir
+from hotset import options as typed
+from hotset.bench.train import BASELINE, DATA_DIR, check_seeds, time_to_target
+from hotset.bench.workloads import DEFAULT_DATA_DIR, workload_dir
+from hotset.errors import HotsetError
+from hotset.options import cli
 from hotset.storage.presets import StoreModel
 
 #: the issue's grid
@@ -157,34 +162,86 @@ def _verdict(row: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class TrainGridOptions:
+    """What ``bench traingrid`` trains; the command line is generated from the fields
+    (:mod:`hotset.cli.typed_options`), so a grid built in Python is checked alike.
+
+    Its own fields rather than :class:`~hotset.bench.train.TrainOptions`': the grid
+    sweeps cache sizes and chunk sizes where ``bench train`` takes one of each, and
+    compares systems against the first of them, with ``pytorch`` trained apart.
+    """
+
+    systems: tuple[str, ...] = field(
+        default=("quiver", "scout"),
+        metadata=cli(
+            "Comma list (NAME[option=value,...] too); the first is the reference of each cell.",
+            parse=typed.systems,
+        ),
+    )
+    cache_fracs: tuple[float, ...] = field(default=CACHE_FRACS, metadata=cli(parse=typed.floats))
+    chunk_sizes: tuple[int, ...] = field(default=CHUNK_SIZES, metadata=cli(parse=typed.ints))
+    seeds: tuple[int, ...] = field(default=(0, 1, 2), metadata=cli(parse=typed.ints))
+    epochs: int = field(default=15, metadata=cli(type=click.IntRange(min=1)))
+    compute_ms: float = field(default=20.0, metadata=cli(type=click.FloatRange(min=0)))
+    target_share: float = field(
+        default=TARGET_SHARE,
+        metadata=cli(
+            "The share of pytorch's final accuracy a run must reach (the audit's 0.99).",
+            type=click.FloatRange(min=0, max=1, min_open=True),
+        ),
+    )
+    workload: str = field(
+        default="synth", metadata=cli(type=click.Choice(["synth", "synth-noisy", "digits"]))
+    )
+    synth_n: int = field(default=5_000, metadata=cli(type=click.IntRange(min=200)))
+    data_dir: Path = field(default=DEFAULT_DATA_DIR, metadata=DATA_DIR)
+
+    def __post_init__(self) -> None:
+        """A cache share, chunk size, seed or system the grid cannot run fails before any
+        training, naming its option."""
+        from hotset.systems.registry import parse_system
+
+        if any(not 0 < f <= 1 for f in self.cache_fracs):
+            raise HotsetError(
+                f"--cache-fracs: each must be in (0, 1], got {typed.shown(self.cache_fracs)!r}"
+            )
+        if any(c < 1 for c in self.chunk_sizes):
+            raise HotsetError(
+                f"--chunk-sizes: each must be >= 1, got {typed.shown(self.chunk_sizes)!r}"
+            )
+        check_seeds(self.seeds)
+        if BASELINE in self.systems:
+            raise HotsetError(
+                f"--systems: {BASELINE} is the baseline, trained once per seed; leave it out"
+            )
+        for system in self.systems:
+            parse_system(system)
+
+
 def run(
+    opts: TrainGridOptions = TrainGridOptions(),
     *,
-    data_dir: Path,
-    systems: Sequence[str] = ("quiver", "scout"),
-    cache_fracs: Sequence[float] = CACHE_FRACS,
-    chunk_sizes: Sequence[int] = CHUNK_SIZES,
-    seeds: Sequence[int] = (0, 1, 2),
-    epochs: int = 15,
-    compute_ms: float = 20.0,
-    workload: str = "synth",
-    synth_n: int = 5_000,
     store: StoreModel,
     progress: bool = True,
-    target_share: float = TARGET_SHARE,
 ) -> dict[str, Any]:
-    """The grid (module docstring); the first of ``systems`` is the reference."""
+    """The grid (module docstring, :class:`TrainGridOptions`); the first of the systems
+    is the reference; ``store`` is the modeled store every run reads from."""
     from tqdm import tqdm
 
-    base = workload_dir(workload, data_dir=data_dir, synth_n=synth_n, progress=progress)
-    cells = [(seed, chunk, frac, s) for chunk in chunk_sizes for frac in cache_fracs
+    systems, seeds = opts.systems, opts.seeds
+    base = workload_dir(
+        opts.workload, data_dir=opts.data_dir, synth_n=opts.synth_n, progress=progress
+    )
+    cells = [(seed, chunk, frac, s) for chunk in opts.chunk_sizes for frac in opts.cache_fracs
              for s in systems for seed in seeds]  # fmt: skip
     bar = tqdm(total=len(seeds) + len(cells), desc="traingrid", unit="run", file=sys.stderr,
                disable=not progress)  # fmt: skip
     common: dict[str, Any] = {
-        "epochs": epochs,
-        "compute_ms": compute_ms,
+        "epochs": opts.epochs,
+        "compute_ms": opts.compute_ms,
         "store": store,
-        "target_share": target_share,
+        "target_share": opts.target_share,
     }
     baseline: dict[int, dict[str, Any]] = {}
     for seed in seeds:
@@ -195,19 +252,23 @@ def run(
     runs: list[dict[str, Any]] = []
     for seed, chunk, frac, system in cells:
         bar.set_postfix_str(f"chunk {chunk} cache {frac:g} seed {seed} {system}")
-        dataset = workload_dir(workload, data_dir=data_dir, synth_n=synth_n, packed=True,
-                               chunk_size=chunk, progress=progress)  # fmt: skip
+        dataset = workload_dir(opts.workload, data_dir=opts.data_dir, synth_n=opts.synth_n,
+                               packed=True, chunk_size=chunk, progress=progress)  # fmt: skip
         target = baseline[seed]["final_val_accuracy"]
         one = _one(system, dataset=dataset, seed=seed, cache_frac=frac, target=target, **common)
         runs.append({"cache_frac": frac, "chunk_size": chunk, **one})
         bar.update()
     bar.close()
-    params = {"workload": workload, "synth_n": synth_n, "systems": list(systems),
-              "reference": systems[0], "cache_fracs": list(cache_fracs),
-              "chunk_sizes": list(chunk_sizes), "seeds": list(seeds), "epochs": epochs,
-              "compute_ms_per_batch": compute_ms, "store": store.as_dict(),
-              "target_share": target_share}  # fmt: skip
-    return _tables(runs, baseline, params, store)
+    return _tables(runs, baseline, _params(opts, store), store)
+
+
+def _params(opts: TrainGridOptions, store: StoreModel) -> dict[str, Any]:
+    """The result's ``params``: the grid as run, its reference named."""
+    return {"workload": opts.workload, "synth_n": opts.synth_n, "systems": list(opts.systems),
+            "reference": opts.systems[0], "cache_fracs": list(opts.cache_fracs),
+            "chunk_sizes": list(opts.chunk_sizes), "seeds": list(opts.seeds),
+            "epochs": opts.epochs, "compute_ms_per_batch": opts.compute_ms,
+            "store": store.as_dict(), "target_share": opts.target_share}  # fmt: skip
 
 
 def _tables(
