@@ -11,8 +11,10 @@ The layout is only worth something while it holds, so the test suite checks it:
 * the lower layers do not import the rooms above them, not even for a type
   (:func:`layer_violations`, :data:`LOWER_LAYERS`): the importance tables and
   scorers never import the samplers, the policies or the systems built on them;
-* no function or method over :data:`MAX_FUNCTION_LINES` lines in the loader and the
-  cache stores (:func:`long_functions`);
+* no function or method anywhere in ``src/hotset`` over :data:`MAX_FUNCTION_LINES`
+  lines (:func:`long_functions`) or taking more than :data:`MAX_PARAMETERS` parameters
+  (:func:`many_parameters`): a longer one is several jobs, and a longer list is a
+  bundle that wants a name (an options dataclass, :mod:`hotset.options`);
 * README.md stays short and points at pages under docs/ that exist
   (:func:`readme_problems`).
 
@@ -36,7 +38,10 @@ PACKAGE = "hotset"
 
 #: longest function or method allowed where :data:`SHORT_FUNCTION_PACKAGES` live
 MAX_FUNCTION_LINES = 80
-SHORT_FUNCTION_PACKAGES = ("hotset.torch", "hotset.cachestore")
+SHORT_FUNCTION_PACKAGES = ("hotset",)
+#: most parameters a function or method takes (``self``/``cls`` not counted; ``*args``
+#: and ``**kwargs`` one each)
+MAX_PARAMETERS = 12
 #: README.md's length limit in lines
 MAX_README_LINES = 160
 #: what the engine must not import: the rooms it drives
@@ -346,6 +351,33 @@ def long_functions(
     return sorted(findings)
 
 
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    args = node.args
+    names = [*args.posonlyargs, *args.args]
+    count = len(names) + len(args.kwonlyargs) + (args.vararg is not None) + (args.kwarg is not None)
+    return count - (1 if names and names[0].arg in ("self", "cls") else 0)
+
+
+def many_parameters(
+    src: Path = SRC,
+    packages: tuple[str, ...] = SHORT_FUNCTION_PACKAGES,
+    limit: int = MAX_PARAMETERS,
+) -> list[str]:
+    """Functions and methods taking more than ``limit`` parameters."""
+    findings = []
+    for module, path in module_files(src).items():
+        if not any(_within(module, package) for package in packages):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                count = _parameters(node)
+                if count > limit:
+                    where = path.relative_to(src.parent)
+                    findings.append(f"{where}:{node.lineno}: {node.name} takes {count} parameters")
+    return sorted(findings)
+
+
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)[^)]*\)|^\s*\[[^\]]+\]:\s*(\S+)", re.MULTILINE)
 
 
@@ -421,9 +453,15 @@ def test_lower_layers_import_nothing_above_them() -> None:
     assert not findings, _report(findings)
 
 
-def test_loader_and_cache_functions_are_short() -> None:
-    """Functions of torch/ and cachestore/ fit on a screen: def line to last line, <= 80."""
+def test_functions_are_short() -> None:
+    """Every function fits on a screen: def line to last line, <= 80 (issue #42)."""
     findings = long_functions()
+    assert not findings, _report(findings)
+
+
+def test_functions_take_few_parameters() -> None:
+    """No function takes more than 12 parameters (issue #42)."""
+    findings = many_parameters()
     assert not findings, _report(findings)
 
 
@@ -533,7 +571,24 @@ def test_a_function_over_the_limit_is_named(tmp_path: Path) -> None:
         },
     )
     assert long_functions(src) == [
-        f"src/hotset/torch/long.py:2: over has {MAX_FUNCTION_LINES + 1} lines"
+        f"src/hotset/data/long.py:1: elsewhere has {MAX_FUNCTION_LINES + 1} lines",
+        f"src/hotset/torch/long.py:2: over has {MAX_FUNCTION_LINES + 1} lines",
+    ]
+
+
+def test_a_function_over_the_parameter_limit_is_named(tmp_path: Path) -> None:
+    twelve = ", ".join(f"a{i}" for i in range(MAX_PARAMETERS))
+    src = _write(
+        tmp_path,
+        {
+            "src/hotset/ok.py": f"class C:\n    def fits(self, {twelve}): ...\n",
+            "src/hotset/sim/wide.py": f"def wide(*, {twelve}, **more): ...\n",
+            "src/hotset/cli/star.py": f"def star({twelve}, *rest): ...\n",
+        },
+    )
+    assert many_parameters(src) == [
+        f"src/hotset/cli/star.py:1: star takes {MAX_PARAMETERS + 1} parameters",
+        f"src/hotset/sim/wide.py:1: wide takes {MAX_PARAMETERS + 1} parameters",
     ]
 
 
