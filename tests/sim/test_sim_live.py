@@ -306,16 +306,6 @@ def test_options_refuse_a_bad_field_where_they_are_built() -> None:
         LiveOptions(system="lru", dataset="/nonexistent", cache_frac=0.2, epochs=0, seed=0)
 
 
-def test_the_keyword_form_is_the_options_form(dataset: Path) -> None:
-    # transitional: callers written before LiveOptions pass its fields as keywords
-    args = {"system": "lru", "dataset": str(dataset), "cache_frac": 0.3, "epochs": 2, "seed": 0}
-    assert _without_wall(run_live(**args, train=False)) == _without_wall(
-        run_live(LiveOptions(**args, train=False))
-    )
-    with pytest.raises(TypeError, match="not both"):
-        run_live(LiveOptions(**args), epochs=3)
-
-
 @pytest.mark.parametrize("system", ["lru", "minio", "pytorch"])
 def test_untrained_run_makes_exactly_the_trained_runs_decisions(dataset: Path, system: str) -> None:
     trained = _run(dataset, system, record_accesses=True)

@@ -176,7 +176,7 @@ def accuracy_runs(
 
     ``val_frac`` of the samples (stratified) validate: 0.2 of 2,000 gives 400, so
     one sample moves the accuracy by 0.25 pt."""
-    from hotset.sim.live import run_live
+    from hotset.sim.live import LiveOptions, run_live
     from hotset.systems.registry import parse_system
 
     out: list[dict[str, Any]] = []
@@ -187,15 +187,17 @@ def accuracy_runs(
                 tick(f"{system} {frac:.0%} seed {seed}")
                 name, options = parse_system(system)
                 result = run_live(
-                    system=name,
-                    options=options or None,
-                    dataset=str(dataset),
-                    cache_frac=frac,
-                    epochs=epochs,
-                    seed=seed,
-                    val_frac=val_frac,
-                    compute_ms_per_batch=step_ms,
-                    **store.link(),
+                    LiveOptions(
+                        system=name,
+                        options=options or None,
+                        dataset=str(dataset),
+                        cache_frac=frac,
+                        epochs=epochs,
+                        seed=seed,
+                        val_frac=val_frac,
+                        compute_ms_per_batch=step_ms,
+                        **store.link(),
+                    )
                 )
                 rows = result["epochs"]
                 final = result["totals"]["final_val_accuracy"]

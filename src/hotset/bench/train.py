@@ -243,26 +243,28 @@ def _train_one(
     opts: TrainOptions, store: StoreModel, system: str, dataset: Path, seed: int
 ) -> dict[str, Any]:
     """One live-simulator run of ``system`` (a spec, options and all) at ``seed``."""
-    from hotset.sim.live import run_live
+    from hotset.sim.live import LiveOptions, run_live
     from hotset.systems.registry import parse_system
 
     name, options = parse_system(system)
     return run_live(
-        system=name,
-        options=options or None,
-        dataset=str(dataset),
-        cache_frac=opts.cache_frac,
-        epochs=opts.epochs,
-        seed=seed,
-        compute_ms_per_batch=opts.compute_ms,
-        measure_identification=opts.identification,
-        record_accesses=True,
-        model=opts.model,
-        device=opts.device,
-        batch_size=opts.batch_size,
-        lr=opts.lr,
-        measure_compute=opts.measure_compute,
-        **store.link(),
+        LiveOptions(
+            system=name,
+            options=options or None,
+            dataset=str(dataset),
+            cache_frac=opts.cache_frac,
+            epochs=opts.epochs,
+            seed=seed,
+            compute_ms_per_batch=opts.compute_ms,
+            measure_identification=opts.identification,
+            record_accesses=True,
+            model=opts.model,
+            device=opts.device,
+            batch_size=opts.batch_size,
+            lr=opts.lr,
+            measure_compute=opts.measure_compute,
+            **store.link(),
+        )
     )
 
 

@@ -72,20 +72,22 @@ def _one(
     this run's own, for the baseline itself)."""
     from hotset.data import Manifest
     from hotset.data.stratify import stratified_split
-    from hotset.sim.live import run_live
+    from hotset.sim.live import LiveOptions, run_live
     from hotset.systems.registry import parse_system
 
     name, options = parse_system(system)
     result = run_live(
-        system=name,
-        options=options or None,
-        dataset=str(dataset),
-        cache_frac=cache_frac,
-        epochs=epochs,
-        seed=seed,
-        compute_ms_per_batch=compute_ms,
-        record_accesses=True,
-        **store.link(),
+        LiveOptions(
+            system=name,
+            options=options or None,
+            dataset=str(dataset),
+            cache_frac=cache_frac,
+            epochs=epochs,
+            seed=seed,
+            compute_ms_per_batch=compute_ms,
+            record_accesses=True,
+            **store.link(),
+        )
     )
     manifest = Manifest.load(dataset)
     train_rows, _ = stratified_split(np.asarray(manifest.labels), val_frac=0.1, seed=seed)

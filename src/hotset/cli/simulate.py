@@ -9,7 +9,7 @@ the options are generated):
   replay it, with the policy's epoch hooks in between
   (both: :mod:`hotset.cli.simulate_replay`);
 * ``--system S --dataset DIR``: live training with the virtual clock
-  (:mod:`hotset.cli.simulate_system`, :func:`hotset.sim.live.run_live_options`);
+  (:mod:`hotset.cli.simulate_system`, :func:`hotset.sim.live.run_live`);
   with ``--nodes K``, the node model instead (:mod:`hotset.cli.simulate_nodes`).
 
 ``--policy`` and ``--cache-frac``/``--cache-items`` take comma lists; more than

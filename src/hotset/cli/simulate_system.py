@@ -49,9 +49,9 @@ def run_system(
 ) -> None:
     """Train ``system`` (its ``options`` resolved from the spec and ``--option``) live,
     behind the modeled ``store``; print the result."""
-    from hotset.sim.live import run_live_options
+    from hotset.sim.live import run_live
 
-    result = run_live_options(
+    result = run_live(
         _live_options(opts, system=system, options=options, store=store),
         progress=opts.progress,
     )

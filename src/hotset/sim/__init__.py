@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from hotset.sim.live import LiveOptions, run_live, run_live_options, stratified_split
+from hotset.sim.live import LiveOptions, run_live, stratified_split
 
 __all__ = [
     "LiveOptions",
     "make_model",
     "run_live",
-    "run_live_options",
     "stratified_split",
 ]
 

@@ -127,12 +127,12 @@ def run_one(
 
     ``system`` may carry options (``shade[coverage_floor=0.05]``).
     """
-    from hotset.sim.live import LiveOptions, run_live_options
+    from hotset.sim.live import LiveOptions, run_live
     from hotset.systems.registry import parse_system
 
     name, options = parse_system(system)
     trained = needs_training(name)
-    result = run_live_options(
+    result = run_live(
         LiveOptions(
             system=name,
             options=options or None,

@@ -82,7 +82,7 @@ _THREADS = 1
 
 @dataclass(frozen=True)
 class LiveOptions:
-    """One live-training run, declared once: what :func:`run_live_options` trains and
+    """One live-training run, declared once: what :func:`run_live` trains and
     how the store and the clock are modeled.
 
     ``cache_frac`` is the cache budget as a fraction of the training bytes
@@ -137,26 +137,7 @@ class LiveOptions:
         _validate(self)
 
 
-def run_live(
-    opts: LiveOptions | None = None, /, *, progress: bool = False, **fields: Any
-) -> dict[str, Any]:
-    """Train with one system on one data set under a modeled store; the result JSON.
-
-    ``run_live(LiveOptions(...), progress=...)`` is :func:`run_live_options`. The
-    keyword form ``run_live(system=..., dataset=..., ...)``, every
-    :class:`LiveOptions` field as a keyword, stays for the callers written before the
-    options object (transitional: new code passes a :class:`LiveOptions`).
-    """
-    if opts is None:
-        opts = LiveOptions(**fields)
-    elif fields:
-        raise TypeError(
-            f"run_live: give a LiveOptions or its fields as keywords, not both ({sorted(fields)})"
-        )
-    return run_live_options(opts, progress=progress)
-
-
-def run_live_options(opts: LiveOptions, *, progress: bool = False) -> dict[str, Any]:
+def run_live(opts: LiveOptions, /, *, progress: bool = False) -> dict[str, Any]:
     """Train for ``opts.epochs`` epochs with ``opts.system`` on ``opts.dataset``; return
     the result JSON (``progress``: a bar on stderr, which changes nothing in the result)."""
     run = _prepare(opts)
