@@ -331,6 +331,19 @@ def typed_cycles(src: Path = SRC) -> list[str]:
     return module_cycles(src, typing=True) + package_cycles(src, typing=True)
 
 
+def _functions(
+    src: Path, packages: tuple[str, ...]
+) -> Iterator[tuple[Path, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every function and method of the modules under ``packages``, with its file."""
+    for module, path in module_files(src).items():
+        if not any(_within(module, package) for package in packages):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield path, node
+
+
 def long_functions(
     src: Path = SRC,
     packages: tuple[str, ...] = SHORT_FUNCTION_PACKAGES,
@@ -338,16 +351,11 @@ def long_functions(
 ) -> list[str]:
     """Functions and methods over ``limit`` lines (def line to last line, docstring included)."""
     findings = []
-    for module, path in module_files(src).items():
-        if not any(_within(module, package) for package in packages):
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                length = (node.end_lineno or node.lineno) - node.lineno + 1
-                if length > limit:
-                    where = path.relative_to(src.parent)
-                    findings.append(f"{where}:{node.lineno}: {node.name} has {length} lines")
+    for path, node in _functions(src, packages):
+        length = (node.end_lineno or node.lineno) - node.lineno + 1
+        if length > limit:
+            where = path.relative_to(src.parent)
+            findings.append(f"{where}:{node.lineno}: {node.name} has {length} lines")
     return sorted(findings)
 
 
@@ -365,16 +373,11 @@ def many_parameters(
 ) -> list[str]:
     """Functions and methods taking more than ``limit`` parameters."""
     findings = []
-    for module, path in module_files(src).items():
-        if not any(_within(module, package) for package in packages):
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                count = _parameters(node)
-                if count > limit:
-                    where = path.relative_to(src.parent)
-                    findings.append(f"{where}:{node.lineno}: {node.name} takes {count} parameters")
+    for path, node in _functions(src, packages):
+        count = _parameters(node)
+        if count > limit:
+            where = path.relative_to(src.parent)
+            findings.append(f"{where}:{node.lineno}: {node.name} takes {count} parameters")
     return sorted(findings)
 
 

@@ -266,19 +266,26 @@ def _run_untrained(opts: LiveOptions, run: _Run, *, progress: bool) -> dict[str,
         raise HotsetError(
             f"system {run.system!r} learns from training losses; it cannot run with train=False"
         )
-    driver = _Driver(
+    driver = _driver(opts, run, trainer=None)
+    epoch_rows = driver.run(opts.epochs, future=run.future, progress=progress)
+    return _result(opts, run, driver, epoch_rows, model_name=None)
+
+
+def _driver(opts: LiveOptions, run: _Run, *, trainer: Any, **measure: bool) -> _Driver:
+    """The epoch driver over ``run``'s system, store and ids (``measure``: what a trained
+    run also measures)."""
+    return _Driver(
         system=run.sys_obj,
         store=run.store,
-        trainer=None,
+        trainer=trainer,
         keys=run.keys,
         hashes=run.hashes,
         sizes=run.train_sizes,
         batch_size=opts.batch_size,
         compute_seconds=opts.compute_ms_per_batch / 1000.0,
         layout=run.layout,
+        **measure,
     )
-    epoch_rows = driver.run(opts.epochs, future=run.future, progress=progress)
-    return _result(opts, run, driver, epoch_rows, model_name=None)
 
 
 def _run_trained(opts: LiveOptions, run: _Run, *, progress: bool) -> dict[str, Any]:
@@ -306,16 +313,10 @@ def _run_trained(opts: LiveOptions, run: _Run, *, progress: bool) -> dict[str, A
                 compute_seconds=opts.compute_ms_per_batch / 1000.0,
                 measure=opts.measure_compute, meta=meta,
             )  # fmt: skip
-            driver = _Driver(
-                system=run.sys_obj,
-                store=run.store,
+            driver = _driver(
+                opts,
+                run,
                 trainer=trainer,
-                keys=run.keys,
-                hashes=run.hashes,
-                sizes=run.train_sizes,
-                batch_size=opts.batch_size,
-                compute_seconds=opts.compute_ms_per_batch / 1000.0,
-                layout=run.layout,
                 measure_identification=opts.measure_identification,
                 measure_compute=opts.measure_compute,
             )
