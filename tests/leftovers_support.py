@@ -47,7 +47,7 @@ data = hotset.open_dataset(sys.argv[1], decode="bytes")
 loader = hotset.loader(
     data, system="icache", system_options={"warm_up": 1}, cache="30%", batch_size=16, seed=0
 )
-folder = Path(sys.argv[1]) / loader._packer.prefix  # this run's own package folder
+folder = Path(sys.argv[1]) / loader._parts.packer.prefix  # this run's own package folder
 for epoch in range(4):
     loader.set_epoch(epoch)
     for x, y, ids, w in loader:

@@ -153,8 +153,8 @@ def test_gc_data_removes_what_killed_jobs_left_and_keeps_live_owners(tmp_path: P
     (older_pkg / "p00000000.pkg").write_bytes(b"x" * 10)
     # live owners: this process's loader (its package folder) and a pack in progress
     live_loader = hotset.loader(ds, system="icache", batch_size=8, cache="30%")
-    assert live_loader._packer is not None
-    live_pkg = ds / live_loader._packer.prefix
+    assert live_loader._parts.packer is not None
+    live_pkg = ds / live_loader._parts.packer.prefix
     with fifo_sample(ds, 13) as fifo:
         live_pack = start_pack(ds, "--chunk-size", "4")
         live_held = blocked(fifo, live_pack)

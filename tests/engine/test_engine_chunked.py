@@ -120,7 +120,9 @@ def test_the_loader_matches_the_simulator_byte_exact(
             # the cache store holds exactly what the policy says: samples, or whole units
             assert loader.cache is not None
             n_ids = len(data.manifest) + (data.layout.n_chunks if data.layout else 0)
-            held = {c for c in range(n_ids) if loader.cache.contains(loader._fetcher.key_of(c))}
+            held = {
+                c for c in range(n_ids) if loader.cache.contains(loader._parts.fetcher.key_of(c))
+            }
             assert held == set(loader.system.policy.cache_ids())
         rows = loader.report()
     for got, want in zip(rows, result["epochs"], strict=True):

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ne
 
 def _holder(loader: HotsetLoader, seconds: float) -> int:
     """The pid holding the write turn, once a worker holds it."""
-    state = loader._sequencer._state
+    state = loader._parts.sequencer._state
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if state[2]:

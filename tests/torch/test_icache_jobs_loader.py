@@ -46,7 +46,7 @@ def _job(index: int, dataset: str, url: str, start: Any, out: str) -> None:
             probe_hits.append(sum(o != Outcome.MISS for o in outcomes))
             summaries.append(loader.system.policy.summary())
             start.wait(timeout=60)  # epochs in step: each finds the other's entry
-        jobs = loader._coordination.jobs  # what this job published
+        jobs = loader._parts.coordination.jobs  # what this job published
         assert jobs is not None
         entry = {"job": jobs.shared.job, "benefit": jobs.benefit, "key": jobs.shared.key}
     Path(out).write_text(json.dumps({"summaries": summaries, "probe": probe_hits, **entry}))
@@ -111,7 +111,7 @@ def test_the_jobs_snapshot_is_saved_and_a_resume_does_not_ask_again(
     job, again = make(), make()
     # the namespace's own records (its data set identity)
     peer = SharedJobs(RedisCache(redis_url, namespace=job.namespace, capacity_bytes=1000), "peer")
-    assert peer.key == job._coordination.jobs.shared.key
+    assert peer.key == job._parts.coordination.jobs.shared.key
     hard = np.random.default_rng(0).random(n) + 0.1
     try:
         peer.publish(9.0, np.linspace(0.0, 1.0, n))  # an eligible job that ranks by id

@@ -107,7 +107,7 @@ def test_a_dynamic_package_file_is_deleted_once_its_batch_is_trained(
                 assert not {f"p{u:08d}.pkg" for u in read} & files
                 loader.update(ids, _loss(ids.numpy()))
             planner.finish(val_accuracy=None)
-        writer = loader._packer
+        writer = loader._parts.packer
         assert writer is not None and read and writer.deleted == len(read)
         assert seen_files  # files did exist while they were needed
 

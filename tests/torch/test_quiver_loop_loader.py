@@ -102,7 +102,7 @@ def test_the_job_that_hides_its_io_stops_caching_and_the_other_keeps_its_chunks(
         assert row["exact_hits"] == row["substitutions"] == 0
         assert not gpu.system.policy.resident()
         assert io.report()[-1]["exact_hits"] + io.report()[-1]["substitutions"] > 0
-        gpu_job = gpu._coordination.probes.job
+        gpu_job = gpu._parts.coordination.probes.job
     # closed: each withdrew its record (a killed job's would age out with its lease)
     left = _board(url, io.namespace).read()
     assert all(r["job"] != gpu_job for r in left) and left == []
@@ -127,7 +127,7 @@ def test_a_resume_applies_the_board_its_state_recorded(
             want = gpu.decisions().rows()
         assert gpu.policy_summary()["board_jobs"] == 1
         # the board changes before the resume: the io job's record is gone
-        _board(url, io.namespace).withdraw(io._coordination.probes.job)
+        _board(url, io.namespace).withdraw(io._parts.coordination.probes.job)
     with _loader(packed, url, workers=2, seed=1) as again:
         again.load_state_dict(state)
         rest = _epoch(again, 2)
@@ -177,7 +177,10 @@ def test_without_a_shared_namespace_a_job_places_by_its_own_probe(packed: Path) 
     with hotset.loader(
         data, system=SPEC, cache="40%", batch_size=BATCH, num_workers=2, seed=0
     ) as job:
-        assert job._coordination.probes is not None and job._coordination.probes.board is None
+        assert (
+            job._parts.coordination.probes is not None
+            and job._parts.coordination.probes.board is None
+        )
         for epoch in range(3):
             _epoch(job, epoch, compute_s=0.1)
         summary = job.policy_summary()

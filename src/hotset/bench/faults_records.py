@@ -160,7 +160,11 @@ def _train(root: str, url: str, system: str, seed: int) -> dict[str, Any]:
             epoch_s.append(time.perf_counter() - start)
         buf = io.BytesIO()
         torch.save(loader.state_dict(), buf)
-        link = loader._coordination.probes if system == "quiver" else loader._coordination.jobs
+        link = (
+            loader._parts.coordination.probes
+            if system == "quiver"
+            else loader._parts.coordination.jobs
+        )
         stats: dict[str, int] = getattr(
             link, "stats", dict
         )()  # (a hotset before these counts has none)

@@ -286,7 +286,7 @@ def _evicting_row(tmp: Path, runs: int) -> dict[str, Any]:
 
 
 def _holder(loader: Any, seconds: float) -> int:
-    state = loader._sequencer._state  # the pid holding the write turn
+    state = loader._parts.sequencer._state  # the pid holding the write turn
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if state[2]:

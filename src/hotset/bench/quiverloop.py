@@ -180,7 +180,7 @@ def _cached_bytes(ld: Any) -> int:
     """The bytes of the job's data set the namespace holds now."""
     n = len(ld.data.manifest)
     sizes = ld.data.manifest.sizes
-    key_of = ld._fetcher.key_of  # the job's cache keys (content-addressed here)
+    key_of = ld._parts.fetcher.key_of  # the job's cache keys (content-addressed here)
     return sum(int(sizes[i]) for i in range(n) if ld.cache.contains(key_of(i)))
 
 

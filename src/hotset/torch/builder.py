@@ -118,7 +118,8 @@ class LoaderParts:
     worker_init: WorkerInit
     #: the DataLoader's sampler: hands out the plans (hotset.torch.plansampler)
     sampler: PlanSampler
-    dataloader: DataLoader[Any]
+    #: None once the loader is closed (its persistent workers shut down with it)
+    dataloader: DataLoader[Any] | None
     #: a DataLoader like ``dataloader``, with no workers started yet: the loader
     #: replaces one whose kept (persistent) workers an error left in doubt
     new_dataloader: Callable[[], DataLoader[Any]]

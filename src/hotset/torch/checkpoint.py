@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hotset.engine.counters import Coverage
-from hotset.engine.planner import Planner
 from hotset.engine.state_ids import state_ids
 from hotset.errors import HotsetError
 from hotset.systems.base import System
+from hotset.torch.builder import LoaderParts
 from hotset.torch.cursor import EpochCursor
 from hotset.torch.dataset import HotsetDataset
 from hotset.torch.options import LoaderOptions
@@ -63,7 +63,7 @@ class Checkpoints:
     rank: int
     world_size: int
     lag: int
-    _planner: Planner
+    _parts: LoaderParts
     _coverage: Coverage
     _cursor: EpochCursor
     _start_state: dict[str, Any] | None
@@ -91,7 +91,7 @@ class Checkpoints:
             **self._identity(),
             "lag": self.lag,
             "status": cursor["status"],
-            "epoch": self._planner.epoch,
+            "epoch": self._parts.planner.epoch,
             "next_epoch": cursor["next_epoch"],
             "epoch_set": cursor["epoch_set"],
             "yielded": cursor["yielded"],
@@ -105,13 +105,15 @@ class Checkpoints:
             "current": self._current.state() if self._current is not None else None,
             # ids read ahead and not used yet, when the saved epoch began (the replay goes
             # on from there): the counters name their first use fetched ahead after a resume
-            "fetched_ahead": self._planner.ahead_at_start if running else self._planner.ahead.ids(),
+            "fetched_ahead": self._parts.planner.ahead_at_start
+            if running
+            else self._parts.planner.ahead.ids(),
         }
 
     def _feedback_columns(self) -> dict[str, Any]:
         """This epoch's feedback as columns: one row per ``update`` call, and every
         (id, loss) in call order, each id as its difference from the predicted one."""
-        fb = self._planner.feedback_state()
+        fb = self._parts.planner.feedback_state()
         tags = np.asarray(fb["tags"], dtype=np.int64)
         lengths = np.array([len(ids) for ids in fb["ids"]], dtype=np.int64)
         ids = np.concatenate([np.zeros(0, np.int64), *fb["ids"]]).astype(np.int64)
@@ -120,7 +122,7 @@ class Checkpoints:
             "tags": tags,
             "lengths": lengths,
             "ids_minus_order": ids
-            - predicted_ids(self._planner.order, self.batch_size, tags, lengths),
+            - predicted_ids(self._parts.planner.order, self.batch_size, tags, lengths),
             "losses": losses,
             "applied_at": np.asarray(fb["applied_at"], dtype=np.int64),
         }
@@ -142,7 +144,7 @@ class Checkpoints:
 
     def _rehearsal(self) -> Rehearsal:
         """Scratch parts like this loader's, to rehearse a state on (hotset.torch.restorecheck)."""
-        planner, n = self._planner, self._cursor.n
+        planner, n = self._parts.planner, self._cursor.n
         return Rehearsal(
             fresh_system=system_like(self.system, self.options, n, self.data.layout),
             n=n,
@@ -187,14 +189,14 @@ class Checkpoints:
         load_system_state(self.system, state["system_state"])
         # optional: states saved before it existed count such uses as exact hits
         ahead = state_ids(state.get("fetched_ahead", []), None, "loader state: fetched_ahead")
-        self._planner.ahead.load(ahead)
+        self._parts.planner.ahead.load(ahead)
         self._history = [EpochStats.from_state(s) for s in state["history"]]
         self._coverage.load_state_dict(state["coverage"])
         self._current = None
         self._cursor.load_boundary(state)
         if state["status"] == "idle":
             self._cursor.status = "idle"
-            self._planner.epoch = int(state["epoch"])
+            self._parts.planner.epoch = int(state["epoch"])
             self._start_state = None
         else:
             self._restore_epoch(state)
@@ -206,10 +208,10 @@ class Checkpoints:
         self._begin_epoch(epoch)
         cursor = self._cursor
         feedback, applied_at = feedback_rows(
-            state["feedback"], self._planner.order, self.batch_size, cursor.n
+            state["feedback"], self._parts.planner.order, self.batch_size, cursor.n
         )
-        yielded = cursor.yielded_in(state, n_batches=self._planner.n_batches, epoch=epoch)
-        self._planner.replay(yielded, feedback, applied_at)
+        yielded = cursor.yielded_in(state, n_batches=self._parts.planner.n_batches, epoch=epoch)
+        self._parts.planner.replay(yielded, feedback, applied_at)
         cursor.load_epoch(state, yielded=yielded, updates=int(state.get("updates", len(feedback))))
         if state["current"] is not None:
             self._current = EpochStats.from_state(state["current"])

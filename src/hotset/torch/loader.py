@@ -76,8 +76,6 @@ import torch
 from torch.utils.data import DataLoader
 
 from hotset.cachestore.base import CacheStore
-from hotset.cachestore.session import CacheSession
-from hotset.data.package_writer import PackageWriter
 from hotset.engine.counters import Coverage
 from hotset.engine.feedback import Feedback
 from hotset.engine.plan import EpochLog
@@ -91,7 +89,7 @@ from hotset.torch.checkpoint import STATE_VERSION, Checkpoints, load_system_stat
 from hotset.torch.cursor import EpochCursor
 from hotset.torch.dataset import HotsetDataset
 from hotset.torch.dlkeywords import describe_dataloader_keywords
-from hotset.torch.fetch import BACKEND_ERRORS, BatchFetcher
+from hotset.torch.fetch import BACKEND_ERRORS
 from hotset.torch.options import (
     DEFAULT_CACHE,
     DEFAULT_READAHEAD_BYTES,
@@ -171,21 +169,9 @@ class HotsetLoader(Checkpoints):
         self.multiprocessing_context = parts.multiprocessing_context
         self.capacity_bytes = parts.capacity_bytes
         self.cache: CacheStore | None = parts.cache
-        self._session: CacheSession | None = parts.session
-        self._packer: PackageWriter | None = parts.packer
-        self._sequencer = parts.sequencer
-        self._planner = parts.planner
-        self._fetcher: BatchFetcher = parts.fetcher
-        #: augment=: decodes and augments each batch's x here (hotset.torch.devicepath)
-        self._vision = parts.vision
-        self._readahead = parts.readahead
-        self._prefetcher = parts.prefetcher
-        self._packages = parts.packages
-        self._worker_init = parts.worker_init
-        self._dataloader: DataLoader[Any] | None = parts.dataloader
-        self._coordination = parts.coordination
-        self._new_dataloader = parts.new_dataloader
-        self._sampler = parts.sampler
+        #: the rest of what the builder assembled, held as one object (the session, the
+        #: planner, the fetcher, the threads, the DataLoader and the links to other jobs)
+        self._parts = parts
         self._pin_labels = self.options.pin_memory and _pins_memory()
         #: iter() calls on ``_dataloader``: after the first, kept workers are reseeded
         self._dataloader_iters = 0
@@ -225,7 +211,7 @@ class HotsetLoader(Checkpoints):
         """
         cursor = self._cursor
         if cursor.status == "running":
-            return self._planner.n_batches
+            return self._parts.planner.n_batches
         from hotset.samplers.pads import PADSSampler
         from hotset.samplers.shard import shard_len
         from hotset.samplers.trace import TraceSampler
@@ -236,7 +222,7 @@ class HotsetLoader(Checkpoints):
         epoch = (
             cursor.next_epoch
             if cursor.status == "idle" or cursor.epoch_set
-            else self._planner.epoch + 1
+            else self._parts.planner.epoch + 1
         )
         if isinstance(sampler, TraceSampler) and 0 <= epoch < len(sampler.epochs):
             ids = len(sampler.epochs[epoch])
@@ -246,7 +232,7 @@ class HotsetLoader(Checkpoints):
             drop = bool(getattr(sampler, "drop_last", False))
             ids = shard_len(n, self.world_size, drop_last=drop)
         full, rest = divmod(ids, self.batch_size)
-        return full + (1 if rest and not self._planner.drop_last else 0)
+        return full + (1 if rest and not self._parts.planner.drop_last else 0)
 
     def __iter__(self) -> Iterator[Any]:
         """A new iterator over an epoch, which begins only at its first batch.
@@ -256,7 +242,7 @@ class HotsetLoader(Checkpoints):
         is asked for, so an iterator made and discarded (Lightning makes one to
         check the loader) or closed before its first batch consumes no epoch.
         """
-        if self._dataloader is None:
+        if self._parts.dataloader is None:
             raise HotsetError("the loader is closed")
         self._stop_iteration(keep_unstarted=False)
         self._gen = self._run()
@@ -270,14 +256,14 @@ class HotsetLoader(Checkpoints):
         cursor = self._cursor
         if cursor.resumed and cursor.in_epoch:
             cursor.resumed = False
-            moved_on = cursor.epoch_set and cursor.next_epoch != self._planner.epoch
+            moved_on = cursor.epoch_set and cursor.next_epoch != self._parts.planner.epoch
             if cursor.status == "finished" or moved_on:
                 self._close_epoch()
         elif cursor.in_epoch:
             self._close_epoch()
         if cursor.status == "idle":
             # the board's placement, before the start state (a resumed epoch has its own)
-            self._coordination.before_epoch(cursor.next_epoch)
+            self._parts.coordination.before_epoch(cursor.next_epoch)
             self._begin_epoch(cursor.next_epoch)
         self._abandon_unwritten(clear=False)
 
@@ -313,8 +299,8 @@ class HotsetLoader(Checkpoints):
             )
         id_arr = as_ids(ids, what="update ids")
         loss_arr = as_values(losses, len(id_arr), id_arr, what="update losses")
-        self._cursor.answer(id_arr, self._planner.epoch)
-        self._planner.give(self._cursor.yielded - 1, id_arr.copy(), loss_arr.copy())
+        self._cursor.answer(id_arr, self._parts.planner.epoch)
+        self._parts.planner.give(self._cursor.yielded - 1, id_arr.copy(), loss_arr.copy())
 
     def record_validation(self, accuracy: float) -> None:
         """Validation accuracy of the epoch just iterated (samplers may switch modes on it)."""
@@ -363,14 +349,14 @@ class HotsetLoader(Checkpoints):
         plus, once a package file could not be written, what became of them
         (``package_write_errors``, ``package_fallback_reads``: hotset.torch.packing).
         """
-        return {**self.system.policy.summary(), **self._packages.summary()}
+        return {**self.system.policy.summary(), **self._parts.packages.summary()}
 
     @property
     def namespace(self) -> str | None:
         """The cache's Redis namespace (``<key>@<data set identity>`` when shared,
         ``<key>@content`` with a digest, a private one otherwise; keys are
         ``hotset:<namespace>:...``); None without one."""
-        return None if self._session is None else self._session.namespace
+        return None if self._parts.session is None else self._parts.session.namespace
 
     def evaluate_with(self, fn: Callable[[Any, Any, Any], Any] | None) -> None:
         """Give the forward pass a system that re-evaluates samples uses (ImPACT's set S).
@@ -393,7 +379,7 @@ class HotsetLoader(Checkpoints):
         import torch
 
         assert self._evaluator is not None
-        fetcher = self._fetcher
+        fetcher = self._parts.fetcher
         keys = [fetcher.key_of(int(s)) for s in ids.tolist()]
         got = self.cache.get_many(keys) if self.cache is not None else [None] * len(keys)
         losses: list[np.ndarray] = []
@@ -418,7 +404,7 @@ class HotsetLoader(Checkpoints):
 
     def decisions(self) -> EpochLog:
         """Every decision of the current (or last) epoch, in planning order."""
-        return self._planner.log
+        return self._parts.planner.log
 
     def batch_seconds(self) -> list[float]:
         """Mini-batch times of the current (or last) epoch: seconds between yields.
@@ -464,7 +450,7 @@ class HotsetLoader(Checkpoints):
                 f"but it runs as rank {rank} of {world_size}: give the ranks it runs in, "
                 "or leave both out"
             )
-        if self._dataloader is None:
+        if self._parts.dataloader is None:
             raise HotsetError("the loader is closed")
         options = dataclasses.replace(self.options, rank=rank, world_size=world_size)
         self._release()
@@ -479,15 +465,15 @@ class HotsetLoader(Checkpoints):
     def _release(self) -> None:
         """What close() does: workers, threads, package files, the cache session."""
         self._stop_iteration(keep_unstarted=False)
-        self._readahead.stop()
-        self._prefetcher.stop()
-        self._dataloader = None  # persistent workers shut down with their iterator
-        self._packages.remove()  # this run's package files
-        self._fetcher.close()
-        self._coordination.leave(self.cache, self._fetcher.key_of)
+        self._parts.readahead.stop()
+        self._parts.prefetcher.stop()
+        self._parts.dataloader = None  # persistent workers shut down with their iterator
+        self._parts.packages.remove()  # this run's package files
+        self._parts.fetcher.close()
+        self._parts.coordination.leave(self.cache, self._parts.fetcher.key_of)
         if self.cache is not None:
-            assert self._session is not None
-            self._session.close()  # a private namespace is dropped, a shared one kept
+            assert self._parts.session is not None
+            self._parts.session.close()  # a private namespace is dropped, a shared one kept
 
     def __enter__(self) -> HotsetLoader:
         return self
@@ -497,11 +483,11 @@ class HotsetLoader(Checkpoints):
 
     # -- epochs ---------------------------------------------------------------------
     def _begin_epoch(self, epoch: int) -> None:
-        self._planner.evaluated = 0
+        self._parts.planner.evaluated = 0
         if self.system.capabilities.evaluates:
             if self._evaluator is not None:
                 shared = active_world(self.world_size)
-                self._planner.evaluate(
+                self._parts.planner.evaluate(
                     epoch,
                     self._evaluate,
                     rank=self.rank,
@@ -521,10 +507,10 @@ class HotsetLoader(Checkpoints):
                     "their historical losses",
                     stacklevel=4,  # the training loop (<- _enter_epoch <- _run <- for)
                 )
-        self._coordination.epoch_starts()  # where the shared chunk cycle is: in the state
+        self._parts.coordination.epoch_starts()  # where the shared chunk cycle is: in the state
         # after the evaluation: a resumed epoch restores its losses and draws the same order
         self._start_state = system_state(self.system)
-        self._planner.begin(epoch, rank=self.rank, world_size=self.world_size)
+        self._parts.planner.begin(epoch, rank=self.rank, world_size=self.world_size)
         self._cursor.begin()
         self._current = EpochStats(epoch)
         self._current.order = str(getattr(self.system.sampler, "last_mode", ""))
@@ -535,7 +521,7 @@ class HotsetLoader(Checkpoints):
             # Without this the system fails later, on its own terms (a NaN training loss).
             raise HotsetError(
                 f"system {self.system.name!r} learns from per-sample losses, but epoch "
-                f"{self._planner.epoch} got none: after each step call "
+                f"{self._parts.planner.epoch} got none: after each step call "
                 "loader.update(ids, loss) with loss = criterion(output, y) computed with "
                 "reduction='none' (one loss per sample); or pick a system that does not learn "
                 "(lru, minio, pytorch)"
@@ -543,17 +529,17 @@ class HotsetLoader(Checkpoints):
         self._finish_epoch()
         # §III-D: the jobs' benefit and RIV, at the boundary; timed from the epoch's
         # first batch, or not at all (resumed mid-epoch)
-        self._coordination.epoch_closed(cursor.timed_whole())
+        self._parts.coordination.epoch_closed(cursor.timed_whole())
         if self._current is not None:
             self._current.coverage = self._coverage.close_epoch()
             self._history.append(self._current)
             self._current = None
-        cursor.close(self._planner.epoch)
+        cursor.close(self._parts.planner.epoch)
 
     def _finish_epoch(self) -> None:
         """Close the epoch in the system; under DDP with a learning system every rank's
         feedback is shared first (:mod:`hotset.torch.ranks`)."""
-        planner = self._planner
+        planner = self._parts.planner
         start = self._start_state
         share = None
         if self.system.capabilities.learns and start is not None and active_world(self.world_size):
@@ -591,8 +577,8 @@ class HotsetLoader(Checkpoints):
 
     def _abandon_unwritten(self, *, clear: bool) -> None:
         """Plans made but never executed will not be: stop them and repair the cache."""
-        seq = self._sequencer
-        planner = self._planner
+        seq = self._parts.sequencer
+        planner = self._parts.planner
         if not clear and seq.written_upto >= planner.seq:
             planner.confirm(seq.written_upto)
             return
@@ -606,10 +592,10 @@ class HotsetLoader(Checkpoints):
                     if dead:
                         ids = np.unique(np.concatenate(dead)).tolist()
                         try:
-                            self.cache.delete_many([self._fetcher.key_of(i) for i in ids])
+                            self.cache.delete_many([self._parts.fetcher.key_of(i) for i in ids])
                         except BACKEND_ERRORS:
                             # unreachable now: a put later refused over budget clears it
-                            self._fetcher.note_leftovers()
+                            self._parts.fetcher.note_leftovers()
             seq.set_written(planner.seq)
         planner.unconfirmed.clear()
 
@@ -622,13 +608,13 @@ class HotsetLoader(Checkpoints):
         not cleared either; the fetcher is told that the cache may hold leftovers,
         so a put refused over budget later clears it instead of failing.
         """
-        assert self.cache is not None and self._session is not None
-        if self._session.shared:
+        assert self.cache is not None and self._parts.session is not None
+        if self._parts.session.shared:
             return
         try:
             self.cache.clear()
         except BACKEND_ERRORS:
-            self._fetcher.note_leftovers()
+            self._parts.fetcher.note_leftovers()
 
     def _note_skipped(self, errors: Mapping[int, str]) -> None:
         """Keep the errors of skipped samples; warn on the first skip of an epoch."""
@@ -653,8 +639,8 @@ class HotsetLoader(Checkpoints):
         # a generator: nothing below runs before the first batch is asked for
         self._enter_epoch()
         stats = self._current
-        assert stats is not None and self._dataloader is not None
-        it = self._start(stats, self._dataloader)
+        assert stats is not None and self._parts.dataloader is not None
+        it = self._start(stats, self._parts.dataloader)
         bar = self._progress_bar()
         wall_start = time.perf_counter() - stats.wall_seconds
         last_yield = time.perf_counter()
@@ -667,8 +653,10 @@ class HotsetLoader(Checkpoints):
                 if batch is None:
                     break
                 x, y_a, ids_a, w_a, info = batch
-                if self._vision is not None:  # the device path's decode counts as waiting
-                    x = self._vision.finish(x, [self._fetcher.keys[i] for i in ids_a.tolist()])
+                if self._parts.vision is not None:  # the device path's decode counts as waiting
+                    x = self._parts.vision.finish(
+                        x, [self._parts.fetcher.keys[i] for i in ids_a.tolist()]
+                    )
                 stall = time.perf_counter() - t0
                 served = self._account(stats, info, ids_a, w_a, stall)
                 y, ids, w = self._small_tensors(y_a, ids_a, w_a)
@@ -683,16 +671,16 @@ class HotsetLoader(Checkpoints):
                 cursor.batch_seconds.append(now - last_yield)
                 last_yield = now
                 if cursor.yielded == len(cursor.batch_seconds):  # not in a resumed epoch
-                    self._coordination.batch_done(cursor.batch_seconds)
+                    self._parts.coordination.batch_done(cursor.batch_seconds)
                 self._last_ids = ids
                 yield shape_batch(shape, x, y, ids, w)
             stats.wall_seconds = time.perf_counter() - wall_start
             stats.finished = True
             self._cursor.status = "finished"
         finally:
-            self._readahead.stop()
-            self._prefetcher.stop()
-            stats.absorb(self._readahead.counts, self._prefetcher.counts)
+            self._parts.readahead.stop()
+            self._parts.prefetcher.stop()
+            stats.absorb(self._parts.readahead.counts, self._parts.prefetcher.counts)
             if bar is not None:
                 bar.close()
             del it  # non-persistent workers shut down here
@@ -713,13 +701,15 @@ class HotsetLoader(Checkpoints):
     def _start(self, stats: EpochStats, dataloader: DataLoader[Any]) -> Iterator[Any]:
         """The DataLoader's iterator for this epoch (its workers started), read-ahead running."""
         # Before iter(): with workers it already plans (and prefetches) the first batches.
-        stats.baseline(self._readahead.counts, self._prefetcher.counts)
-        self._worker_init.from_main_thread = threading.current_thread() is threading.main_thread()
-        self._packages.restart()  # plans are handed out afresh from here, in order
+        stats.baseline(self._parts.readahead.counts, self._parts.prefetcher.counts)
+        self._parts.worker_init.from_main_thread = (
+            threading.current_thread() is threading.main_thread()
+        )
+        self._parts.packages.restart()  # plans are handed out afresh from here, in order
         it = self._iter_workers(dataloader)
         # Only now: workers are forked by iter(), and no read-ahead thread may run then.
-        planner = self._planner
-        self._readahead.start(
+        planner = self._parts.planner
+        self._parts.readahead.start(
             planner.order,
             begin=planner.planned * self.batch_size,
             skip=self.system.policy.resident(),
@@ -737,8 +727,8 @@ class HotsetLoader(Checkpoints):
         """
         if dataloader.persistent_workers and self._watch.dead():
             self._renew_kept_workers()
-            assert self._dataloader is not None
-            dataloader = self._dataloader
+            assert self._parts.dataloader is not None
+            dataloader = self._parts.dataloader
         self._seed_kept_workers(dataloader)
         try:
             it = start_workers(dataloader, self.data, self.options)  # names an unpicklable one
@@ -746,9 +736,9 @@ class HotsetLoader(Checkpoints):
             if not (dataloader.persistent_workers and self._watch.death_of(exc)):
                 raise
             self._renew_kept_workers()
-            assert self._dataloader is not None
-            self._seed_kept_workers(self._dataloader)
-            it = start_workers(self._dataloader, self.data, self.options)
+            assert self._parts.dataloader is not None
+            self._seed_kept_workers(self._parts.dataloader)
+            it = start_workers(self._parts.dataloader, self.data, self.options)
         self._dataloader_iters += 1
         self._watch = WorkerWatch(it)
         guard_sigchld()  # after iter(): torch installs its handler there
@@ -758,8 +748,8 @@ class HotsetLoader(Checkpoints):
         """Workers the loader keeps by its own choice get this iteration's base seed in
         its plans, drawn as a DataLoader that started them afresh would draw it
         (:mod:`hotset.torch.workerseed`); the first iter() starts and seeds them itself."""
-        kept = self._dataloader_iters > 0 and self._fetcher.reseed is not None
-        self._sampler.worker_seed = (
+        kept = self._dataloader_iters > 0 and self._parts.fetcher.reseed is not None
+        self._parts.sampler.worker_seed = (
             (self._dataloader_iters, draw_base_seed(dataloader.generator)) if kept else None
         )
 
@@ -772,9 +762,9 @@ class HotsetLoader(Checkpoints):
         from tqdm import tqdm
 
         return tqdm(
-            total=self._planner.n_batches,
+            total=self._parts.planner.n_batches,
             initial=self._cursor.yielded,
-            desc=f"{self.system.name} epoch {self._planner.epoch}",
+            desc=f"{self.system.name} epoch {self._parts.planner.epoch}",
             unit="batch",
             file=sys.stderr,
         )
@@ -783,7 +773,7 @@ class HotsetLoader(Checkpoints):
         """The next fetched batch, None at the epoch's end; a fetch's error raised as it is,
         a dead worker as a HotsetError naming it (:mod:`hotset.torch.workerdeath`)."""
         watch = self._watch
-        if watch.noticed is not None and self._cursor.yielded < self._planner.n_batches:
+        if watch.noticed is not None and self._cursor.yielded < self._parts.planner.n_batches:
             self._worker_lost(", ".join(watch.dead()) or str(watch.noticed), watch.noticed)
         try:
             with watch.waiting():
@@ -820,8 +810,8 @@ class HotsetLoader(Checkpoints):
         trusted with the next one (one may be dead, or stuck past ``timeout``): a fresh
         DataLoader starts its own, as one that does not keep them always does. The old
         one's workers shut down with its iterator."""
-        if self._dataloader is not None and self._dataloader.persistent_workers:
-            self._dataloader = self._new_dataloader()
+        if self._parts.dataloader is not None and self._parts.dataloader.persistent_workers:
+            self._parts.dataloader = self._parts.new_dataloader()
             self._dataloader_iters = 0
 
     def _account(
@@ -836,21 +826,23 @@ class HotsetLoader(Checkpoints):
 
         Coverage counts the samples trained: one served with a loss weight of 0
         (``base``'s unselected samples) was read and delivered but trains nothing."""
-        self._packages.consumed()  # its packages were read: the files can go
-        self._packages.read_lost(
+        self._parts.packages.consumed()  # its packages were read: the files can go
+        self._parts.packages.read_lost(
             info.pop("packages_lost", 0),
             info.pop("package_member_reads", 0),
             info.pop("package_lost_reason", ""),
         )
         info.pop("package_member_bytes", None)
-        self._planner.cache_lost(info.pop("lost_ids", ()), info.pop("cache_unreachable", False))
+        self._parts.planner.cache_lost(
+            info.pop("lost_ids", ()), info.pop("cache_unreachable", False)
+        )
         stats.add(info, stall)
         if info["skipped"]:
             self._note_skipped(info["skipped_errors"])
-        stats.absorb(self._readahead.counts, self._prefetcher.counts)
+        stats.absorb(self._parts.readahead.counts, self._parts.prefetcher.counts)
         self._coverage.add(served[weights > 0])
         self._cursor.served(served)
-        self._planner.confirm(self._sequencer.written_upto)
+        self._parts.planner.confirm(self._parts.sequencer.written_upto)
         return served
 
 
