@@ -74,3 +74,9 @@ def test_a_default_shown_as_text_parses_back_to_itself(values: list[int]) -> Non
 def test_floats_shown_parse_back_close(values: list[float]) -> None:
     back = options.floats(shown(tuple(values)), "--x")
     assert back == pytest.approx(tuple(values), rel=1e-5, abs=1e-30)
+
+
+def test_an_empty_systems_list_is_the_suites_default() -> None:
+    parse = options.systems_or(("lru", "shade"))
+    assert parse("", "--systems") == ("lru", "shade")
+    assert parse("minio,shade[unbiased=true]", "--systems") == ("minio", "shade[unbiased=true]")

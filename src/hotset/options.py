@@ -99,6 +99,15 @@ def systems(text: str, option: str) -> tuple[str, ...]:
     return out
 
 
+def systems_or(default: tuple[str, ...]) -> Callable[[str, str], tuple[str, ...]]:
+    """A ``--systems`` parser for which an empty value means ``default`` (a suite's list)."""
+
+    def parse(text: str, option: str) -> tuple[str, ...]:
+        return systems(text, option) if text else default
+
+    return parse
+
+
 def default_of(field: dataclasses.Field[Any]) -> Any:
     """A field's default (its factory's value), or None where it has none."""
     if field.default is not dataclasses.MISSING:

@@ -207,11 +207,6 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
         plt.close(fig)
 
 
-def _systems_or_default(text: str, option: str) -> tuple[str, ...]:
-    """``--systems``: its specs, or the suite's default for an empty value."""
-    return typed.systems(text, option) if text else DEFAULT_SYSTEMS
-
-
 @dataclass(frozen=True)
 class HitratioOptions:
     """What ``bench hitratio`` sweeps; the command line is generated from the fields
@@ -227,7 +222,7 @@ class HitratioOptions:
         default=None,
         metadata=cli(
             "Comma list (default: baselines, sh_lru, shade, emul_quiv).",
-            parse=_systems_or_default,
+            parse=typed.systems_or(DEFAULT_SYSTEMS),
         ),
     )
     fracs: tuple[float, ...] = field(default=DEFAULT_FRACS, metadata=cli(parse=typed.floats))

@@ -68,11 +68,6 @@ def _check(
         )
 
 
-def _systems_or_default(text: str, option: str) -> tuple[str, ...]:
-    """``--systems``: its specs, or the suite's default for an empty value."""
-    return typed.systems(text, option) if text else DEFAULT_SYSTEMS
-
-
 @dataclass(frozen=True)
 class LocalityOptions:
     """What ``bench locality`` measures; the command line is generated from the fields
@@ -85,7 +80,9 @@ class LocalityOptions:
 
     systems: tuple[str, ...] | None = field(
         default=None,
-        metadata=cli("Comma list (default: pytorch, brand, quiver).", parse=_systems_or_default),
+        metadata=cli(
+            "Comma list (default: pytorch, brand, quiver).", parse=typed.systems_or(DEFAULT_SYSTEMS)
+        ),
     )
     n: int = field(default=2000, metadata=cli(type=click.IntRange(min=100)))
     chunk_sizes: tuple[int, ...] = field(default=(16, 64), metadata=cli(parse=typed.ints))
