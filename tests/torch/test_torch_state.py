@@ -235,3 +235,30 @@ def test_fuzzed_states_are_a_hotset_error_or_a_correct_run(
     finally:
         loader.close()
     assert done["runs"] >= 1000 and done["refused"] > 100, done
+
+
+@pytest.mark.parametrize("loss", [-126.0, float("nan")])
+def test_a_state_with_a_loss_update_refuses_is_refused_at_load(data_dir: Path, loss: float) -> None:
+    """Found by the fuzz above: a negative loss in the feedback was accepted, replayed, and
+    SHADE failed only at the epoch's end ("pads: train_loss[1] ... is not a finite loss")."""
+    with _loader(data_dir, "shade") as loader:
+        state = _mid_epoch_state(loader)
+        bad = copy.deepcopy(state)
+        _mutate(bad, ("feedback", "losses", "values", 0), loss, False)
+        with pytest.raises(
+            HotsetError, match="feedback holds a loss that is negative or not finite"
+        ):
+            loader.load_state_dict(bad)
+        assert loader.state_dict()["yielded"] == 3  # left as it was
+
+
+def test_update_refuses_a_negative_loss_naming_the_sample(data_dir: Path) -> None:
+    with _loader(data_dir, "shade") as loader:
+        _x, _y, ids, _w = next(iter(loader))
+        losses = torch.linspace(0.1, 2.0, len(ids))
+        losses[2] = -0.5
+        with pytest.raises(
+            HotsetError, match=rf"value -0.5 for sample id {int(ids[2])} is negative"
+        ):
+            loader.update(ids, losses)
+        loader.update(ids, torch.linspace(0.1, 2.0, len(ids)))  # nothing was taken from it

@@ -299,6 +299,13 @@ class HotsetLoader(Checkpoints):
             )
         id_arr = as_ids(ids, what="update ids")
         loss_arr = as_values(losses, len(id_arr), id_arr, what="update losses")
+        if len(loss_arr) and loss_arr.min() < 0:
+            i = int(np.argmin(loss_arr))
+            raise HotsetError(
+                f"update losses: value {float(loss_arr[i])!r} for sample id {int(id_arr[i])} is "
+                "negative: give one loss >= 0 per sample, e.g. "
+                "F.cross_entropy(out, y, reduction='none')"
+            )
         self._cursor.answer(id_arr, self._parts.planner.epoch)
         self._parts.planner.give(self._cursor.yielded - 1, id_arr.copy(), loss_arr.copy())
 

@@ -113,6 +113,21 @@ def _check_feedback(feedback: object) -> None:
         raise HotsetError(
             "loader state: feedback's tags, ids, losses and applied_at differ in length"
         )
+    for losses in feedback["losses"]:
+        _check_losses(losses)
+
+
+def _check_losses(losses: object) -> None:
+    """Losses as ``update`` takes them: finite and >= 0 (a state holding others was not
+    written by a loader, and a learning system fails on them only at the epoch's end)."""
+    try:
+        arr = np.asarray(losses, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise HotsetError(
+            f"loader state: feedback's losses are not numbers: {_show(losses)}"
+        ) from None
+    if arr.size and not (np.isfinite(arr).all() and arr.min() >= 0):
+        raise HotsetError("loader state: feedback holds a loss that is negative or not finite")
 
 
 def _check_columns(feedback: Mapping[str, Any]) -> None:
@@ -137,6 +152,7 @@ def _check_columns(feedback: Mapping[str, Any]) -> None:
         raise HotsetError("loader state: feedback holds a negative tag or length")
     if len(cols["tags"]) and cols["tags"].max() > MAX_EPOCH:
         raise HotsetError("loader state: feedback holds a tag past any epoch's batches")
+    _check_losses(cols["losses"])
     total = int(cols["lengths"].sum()) if len(cols["lengths"]) else 0
     if not len(cols["ids_minus_order"]) == len(cols["losses"]) == total:
         raise HotsetError(
