@@ -89,9 +89,10 @@ def _open_redis(spec: object, request: CacheRequest) -> CacheStore:
 
 #: cache kind (what :func:`parse_cache_spec` names) -> its opener
 BACKENDS: Registry[CacheOpener] = Registry("cache backend", check=callable)
-BACKENDS.register("memory", _open_embedded)
-BACKENDS.register("redis", _open_redis)
-BACKENDS.register("redis-cluster", _open_redis)
+#: the kinds hotset opens itself (:func:`parse_cache_spec` names them from the spec)
+_BUILT_IN = {"memory": _open_embedded, "redis": _open_redis, "redis-cluster": _open_redis}
+for _kind, _opener in _BUILT_IN.items():
+    BACKENDS.register(_kind, _opener)
 
 
 def register_backend(scheme: str, opener: CacheOpener, *, replace: bool = False) -> None:
@@ -186,7 +187,7 @@ def parse_cache_spec(spec: object) -> str:
             f"{_UNKNOWN}"
         ) from None
     scheme = parts.scheme
-    if scheme in BACKENDS and scheme not in ("memory", "redis", "redis-cluster"):
+    if scheme in BACKENDS and scheme not in _BUILT_IN:
         return scheme  # a plug-in's kind: its opener checks the rest
     if scheme in CLUSTER_SCHEMES:
         try:

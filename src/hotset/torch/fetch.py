@@ -100,6 +100,7 @@ from hotset.torch.cachewrite import CacheWriter
 from hotset.torch.dataset import DecodeSpec, check_decode
 from hotset.torch.devicepath import VisionPath
 from hotset.torch.movebytes import BatchMove
+from hotset.torch.options import check_bool, check_int
 from hotset.torch.pool import SharedPool
 from hotset.torch.reads import StoreReader
 from hotset.torch.samples import SampleDecoder, identity_collate
@@ -130,7 +131,7 @@ _HIT, _SUB, _MISS, _PRE = (int(o) for o in Outcome)
 class FetchIO:
     """How a worker reads: threads per process, hashing, failures, and the shared pool.
 
-    Checked here as well as in :class:`~hotset.torch.options.LoaderOptions`, because a
+    Checked with :class:`~hotset.torch.options.LoaderOptions`'s own checks, because a
     fetcher is also built by hand (tests, tools): ``verify="no"`` is truthy and would
     silently mean the opposite.
     """
@@ -146,13 +147,9 @@ class FetchIO:
     shared: bool = False
 
     def __post_init__(self) -> None:
-        threads = self.io_threads
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-            raise HotsetError(f"io_threads must be an integer >= 1, got {threads!r:.80}")
+        check_int("io_threads", self.io_threads, 1)
         for name in ("verify", "skip_errors", "shared"):
-            value = getattr(self, name)
-            if not isinstance(value, bool):
-                raise HotsetError(f"{name} must be True or False, got {value!r:.80}")
+            check_bool(name, getattr(self, name))
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ def _doc(text: str) -> dict[str, str]:
     return {"doc": " ".join(text.split())}
 
 
-def _check_int(name: str, value: object, low: int) -> int:
+def check_int(name: str, value: object, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
         raise HotsetError(f"{name} must be an integer >= {low}, got {value!r:.80}")
     return int(value)
@@ -74,7 +74,7 @@ def max_workers() -> int:
 
 
 def _check_workers(value: object) -> int:
-    workers = _check_int("num_workers", value, 0)
+    workers = check_int("num_workers", value, 0)
     cap = max_workers()
     if workers > cap:
         raise HotsetError(
@@ -85,7 +85,7 @@ def _check_workers(value: object) -> int:
     return workers
 
 
-def _check_bool(name: str, value: object) -> bool:
+def check_bool(name: str, value: object) -> bool:
     """Only True/False: ``verify="no"`` is truthy and would silently mean the opposite."""
     if not isinstance(value, bool | np.bool_):
         raise HotsetError(f"{name} must be True or False, got {value!r:.80}")
@@ -446,15 +446,15 @@ class LoaderOptions:
     def __post_init__(self) -> None:
         """Check every option by name, and store each in its plain Python type."""
         self._check_callables_and_system()
-        self._set("batch_size", _check_int("batch_size", self.batch_size, 1))
+        self._set("batch_size", check_int("batch_size", self.batch_size, 1))
         self._set("num_workers", _check_workers(self.num_workers))
-        self._set("io_threads", _check_int("io_threads", self.io_threads, 1))
-        self._set("seed", _check_int("seed", self.seed, 0))
+        self._set("io_threads", check_int("io_threads", self.io_threads, 1))
+        self._set("seed", check_int("seed", self.seed, 0))
         for name in ("pin_memory", "drop_last", "verify", "progress"):
-            self._set(name, _check_bool(name, getattr(self, name)))
+            self._set(name, check_bool(name, getattr(self, name)))
         if self.persistent_workers is not None:  # None: the loader decides (see the field)
             self._set(
-                "persistent_workers", _check_bool("persistent_workers", self.persistent_workers)
+                "persistent_workers", check_bool("persistent_workers", self.persistent_workers)
             )
         self._set("timeout", _check_timeout(self.timeout))
         check_share_key(self.namespace)
@@ -548,14 +548,14 @@ class LoaderOptions:
                 raise HotsetError("persistent_workers=True needs num_workers > 0")
             return
         factor = 2 if self.prefetch_factor is None else self.prefetch_factor
-        self._set("prefetch_factor", _check_int("prefetch_factor", factor, 1))
+        self._set("prefetch_factor", check_int("prefetch_factor", factor, 1))
 
     def _check_ranks(self) -> None:
         """Both left out: torch.distributed's (see :meth:`ranks`); else 0 of 1 by default."""
         if self.rank is None and self.world_size is None:
             return
-        rank = _check_int("rank", 0 if self.rank is None else self.rank, 0)
-        world = _check_int("world_size", 1 if self.world_size is None else self.world_size, 1)
+        rank = check_int("rank", 0 if self.rank is None else self.rank, 0)
+        world = check_int("world_size", 1 if self.world_size is None else self.world_size, 1)
         if rank >= world:
             raise HotsetError(f"rank {rank} is not below world_size {world}")
         self._set("rank", rank)
