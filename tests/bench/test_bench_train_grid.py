@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,3 +65,58 @@ def test_grid_options_refuse_what_the_grid_cannot_run() -> None:
         TrainGridOptions(cache_fracs=(0.0, 0.5))
     with pytest.raises(HotsetError, match="--chunk-sizes: each must be >= 1"):
         TrainGridOptions(chunk_sizes=(0,))
+    with pytest.raises(HotsetError, match="--jobs: must be an integer >= 1, got 0"):
+        TrainGridOptions(jobs=0)
+
+
+def _run(system: str, seed: int, ttt: float | None, accs: list[float]) -> dict[str, Any]:
+    return {"system": system, "seed": seed, "time_to_target_s": ttt,
+            "curve": [[float(e + 1), a] for e, a in enumerate(accs)]}  # fmt: skip
+
+
+def test_a_row_is_behind_only_where_the_paired_interval_is_above_zero() -> None:
+    from hotset.bench.train_grid import _noise
+
+    tight = [_run("q", s, 10.0, [0.5, 0.6]) for s in range(3)]
+    tight += [_run("s", s, 12.0 + 0.1 * s, [0.5, 0.7]) for s in range(3)]
+    got = _noise(tight, "s", "q")
+    assert got["ttt_diff_s_mean"] == pytest.approx(2.1) and got["ttt_diff_s_n"] == 3
+    assert got["ttt_diff_s_low"] > 0 and got["ttt_reading"] == "behind beyond the noise"
+    assert got["acc_diff_per_epoch_mean"] == pytest.approx(0.05)  # (0 + 0.1) / 2 per seed
+
+    spread = [_run("q", s, 10.0, [0.5]) for s in range(3)]
+    spread += [_run("s", s, t, [0.5]) for s, t in enumerate([7.0, 11.0, 15.0])]
+    got = _noise(spread, "s", "q")
+    assert got["ttt_diff_s_mean"] == pytest.approx(1.0)
+    assert got["ttt_reading"] == "behind within the noise"  # 1 +- 4.303 * 4 / sqrt(3)
+
+    ahead = [_run("q", s, 10.0, [0.5]) for s in range(2)]
+    ahead += [_run("s", 0, 9.0, [0.5]), _run("s", 1, None, [0.4])]
+    got = _noise(ahead, "s", "q")
+    assert got["ttt_diff_s_n"] == 1  # the seed where it never reached is no pair
+    assert got["ttt_reading"] == "at most the reference"
+    assert _noise(ahead, "q", "q")["ttt_reading"] == "reference"
+
+
+def test_runs_in_processes_give_the_figures_of_one_process(tmp_path: Path) -> None:
+    args = ["bench", "traingrid", "--data-dir", str(tmp_path / "data"), "--synth-n", "300",
+            "--cache-fracs", "0.4", "--chunk-sizes", "16", "--seeds", "0,1", "--epochs", "2",
+            "--compute-ms", "5", "--latency-ms", "10", "--json"]  # fmt: skip
+    docs = []
+    for jobs in ("1", "2"):
+        code, out = run_cli(*args, "--root", str(tmp_path / jobs), "--jobs", jobs)
+        assert code == 0, out
+        path = tmp_path / jobs / "benchmarks" / "results" / "traingrid.json"
+        docs.append(json.loads(path.read_text())["result"])
+    one, two = docs
+    assert one["runs"] == two["runs"] and one["table"] == two["table"]
+    assert two["params"]["jobs"] == 2
+    scout = next(r for r in two["table"] if r["system"] == "scout")
+    pairs = [s["time_to_target_s"] - q["time_to_target_s"]
+             for s in two["runs"] if s["system"] == "scout"
+             for q in two["runs"] if q["system"] == "quiver" and q["seed"] == s["seed"]
+             if s["time_to_target_s"] is not None and q["time_to_target_s"] is not None]  # fmt: skip
+    assert scout["ttt_diff_s_n"] == len(pairs)
+    if pairs:
+        assert scout["ttt_diff_s_mean"] == pytest.approx(sum(pairs) / len(pairs), abs=1e-4)
+    assert set(two["acc_diff_per_epoch_pooled"]) == {"scout"}

@@ -19,6 +19,17 @@ itself is one noisy epoch's figure, which a run that trains as well may never to
 again (in a first grid, 5 of 24 system-cells missed it on one seed, as often for Quiver
 as for Scout). The time to the full final accuracy is reported beside it, and each
 run keeps its accuracy curve (modeled seconds, accuracy per epoch) for any other one.
+
+How far a time to target can be trusted (:mod:`hotset.bench.paired`): the target sits
+on the plateau of the accuracy curve, where a 500-sample validation set moves about
+1.4 points from epoch to epoch, so the epoch that first crosses it moves by several
+epochs from seed to seed. Each row therefore also carries the seed-paired difference
+from the reference (same seed: same initial weights, split and target) with its
+standard error and 95% interval, and the per-epoch accuracy difference likewise: a
+row is *behind* only where that interval lies wholly above zero.
+
+``jobs`` runs that many trainings at once, each in its own process (one intra-op
+thread each, as every run has): the figures are those of ``jobs=1``, in less time.
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ import click
 import numpy as np
 
 from hotset import options as typed
+from hotset.bench.paired import paired
 from hotset.bench.train import BASELINE, DATA_DIR, check_seeds, time_to_target
 from hotset.bench.workloads import DEFAULT_DATA_DIR, workload_dir
 from hotset.errors import HotsetError
@@ -164,6 +176,41 @@ def _verdict(row: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _by_seed(runs: list[dict[str, Any]], system: str) -> dict[int, dict[str, Any]]:
+    return {r["seed"]: r for r in runs if r["system"] == system}
+
+
+def _noise(runs: list[dict[str, Any]], system: str, reference: str) -> dict[str, Any]:
+    """The row's seed-paired differences from the reference (:mod:`hotset.bench.paired`):
+    time to target (the seeds where both reached it) and accuracy per epoch (the mean
+    over the epochs both ran), and how to read the time to target against its noise."""
+    mine, ref = _by_seed(runs, system), _by_seed(runs, reference)
+    seeds = sorted(set(mine) & set(ref))
+    ttt = paired([mine[s]["time_to_target_s"] - ref[s]["time_to_target_s"] for s in seeds
+                  if mine[s]["time_to_target_s"] is not None
+                  and ref[s]["time_to_target_s"] is not None])  # fmt: skip
+    acc = paired([_curve_gap(mine[s]["curve"], ref[s]["curve"]) for s in seeds])
+    if system == reference:
+        reading = "reference"
+    elif ttt.mean is None:
+        reading = "not compared (no seed where both reached the target)"
+    elif ttt.mean <= 0:
+        reading = "at most the reference"
+    elif ttt.above_zero:
+        reading = "behind beyond the noise"
+    else:
+        reading = "behind within the noise"
+    return {**ttt.as_dict("ttt_diff_s"), **acc.as_dict("acc_diff_per_epoch"),
+            "ttt_reading": reading}  # fmt: skip
+
+
+def _curve_gap(mine: list[list[float]], ref: list[list[float]]) -> float:
+    """Mean over the epochs both ran of (this run's accuracy - the reference's)."""
+    pairs = [(a[1], b[1]) for a, b in zip(mine, ref, strict=False)
+             if a[1] is not None and b[1] is not None]  # fmt: skip
+    return statistics.fmean(x - y for x, y in pairs) if pairs else 0.0
+
+
 @dataclass(frozen=True)
 class TrainGridOptions:
     """What ``bench traingrid`` trains; the command line is generated from the fields
@@ -198,6 +245,13 @@ class TrainGridOptions:
     )
     synth_n: int = field(default=5_000, metadata=cli(type=click.IntRange(min=200)))
     data_dir: Path = field(default=DEFAULT_DATA_DIR, metadata=DATA_DIR)
+    jobs: int = field(
+        default=1,
+        metadata=cli(
+            "Trainings at once, each in its own process; the figures are those of 1.",
+            type=click.IntRange(min=1),
+        ),
+    )
 
     def __post_init__(self) -> None:
         """A cache share, chunk size, seed or system the grid cannot run fails before any
@@ -213,6 +267,8 @@ class TrainGridOptions:
                 f"--chunk-sizes: each must be >= 1, got {typed.shown(self.chunk_sizes)!r}"
             )
         check_seeds(self.seeds)
+        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
+            raise HotsetError(f"--jobs: must be an integer >= 1, got {self.jobs!r}")
         if BASELINE in self.systems:
             raise HotsetError(
                 f"--systems: {BASELINE} is the baseline, trained once per seed; leave it out"
@@ -235,6 +291,9 @@ def run(
     base = workload_dir(
         opts.workload, data_dir=opts.data_dir, synth_n=opts.synth_n, progress=progress
     )
+    packed = {chunk: workload_dir(opts.workload, data_dir=opts.data_dir, synth_n=opts.synth_n,
+                                  packed=True, chunk_size=chunk, progress=progress)
+              for chunk in opts.chunk_sizes}  # fmt: skip
     cells = [(seed, chunk, frac, s) for chunk in opts.chunk_sizes for frac in opts.cache_fracs
              for s in systems for seed in seeds]  # fmt: skip
     bar = tqdm(total=len(seeds) + len(cells), desc="traingrid", unit="run", file=sys.stderr,
@@ -245,23 +304,75 @@ def run(
         "store": store,
         "target_share": opts.target_share,
     }
-    baseline: dict[int, dict[str, Any]] = {}
-    for seed in seeds:
-        bar.set_postfix_str(f"seed {seed} {BASELINE}")
-        baseline[seed] = _one(BASELINE, dataset=base, seed=seed, cache_frac=0.2, target=None,
-                              **common)  # fmt: skip
-        bar.update()
-    runs: list[dict[str, Any]] = []
-    for seed, chunk, frac, system in cells:
-        bar.set_postfix_str(f"chunk {chunk} cache {frac:g} seed {seed} {system}")
-        dataset = workload_dir(opts.workload, data_dir=opts.data_dir, synth_n=opts.synth_n,
-                               packed=True, chunk_size=chunk, progress=progress)  # fmt: skip
-        target = baseline[seed]["final_val_accuracy"]
-        one = _one(system, dataset=dataset, seed=seed, cache_frac=frac, target=target, **common)
-        runs.append({"cache_frac": frac, "chunk_size": chunk, **one})
-        bar.update()
+    with _Runner(opts.jobs, bar) as runner:
+        firsts = runner.map([(BASELINE, {"dataset": base, "seed": seed, "cache_frac": 0.2,
+                                         "target": None, **common}) for seed in seeds])  # fmt: skip
+        baseline = dict(zip(seeds, firsts, strict=True))
+        jobs = [(system, {"dataset": packed[chunk], "seed": seed, "cache_frac": frac,
+                          "target": baseline[seed]["final_val_accuracy"], **common})
+                for seed, chunk, frac, system in cells]  # fmt: skip
+        done = runner.map(jobs)
     bar.close()
+    runs = [{"cache_frac": frac, "chunk_size": chunk, **one}
+            for (_, chunk, frac, _), one in zip(cells, done, strict=True)]  # fmt: skip
     return _tables(runs, baseline, _params(opts, store), store)
+
+
+def _one_job(job: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """One run from a picklable job (a worker process's entry point)."""
+    system, kwargs = job
+    return _one(system, **kwargs)
+
+
+class _Runner:
+    """Runs jobs in order (``jobs == 1``) or in that many spawned processes, the bar
+    moving as each ends; results come back in the jobs' order either way.
+
+    Spawned, not forked: a fork of a process that has run torch's thread pools may
+    hang in the child.
+    """
+
+    def __init__(self, jobs: int, bar: Any) -> None:
+        self.jobs, self.bar = jobs, bar
+        self.pool: Any = None
+
+    def __enter__(self) -> _Runner:
+        if self.jobs > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            ctx = multiprocessing.get_context("spawn")
+            self.pool = ProcessPoolExecutor(self.jobs, mp_context=ctx)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def map(self, jobs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+        """Every job's result, in order; the first failure is raised (the rest cancelled)."""
+        if self.pool is None:
+            out = []
+            for job in jobs:
+                self.bar.set_postfix_str(_label(job))
+                out.append(_one_job(job))
+                self.bar.update()
+            return out
+        from concurrent.futures import FIRST_EXCEPTION, wait
+
+        futures = [self.pool.submit(_one_job, job) for job in jobs]
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            for f in done:
+                f.result()  # raises the job's error; __exit__ cancels the rest
+            self.bar.update(len(done))
+        return [f.result() for f in futures]
+
+
+def _label(job: tuple[str, dict[str, Any]]) -> str:
+    system, kwargs = job
+    return f"{Path(kwargs['dataset']).name} cache {kwargs['cache_frac']:g} seed {kwargs['seed']} {system}"
 
 
 def _params(opts: TrainGridOptions, store: StoreModel) -> dict[str, Any]:
@@ -270,7 +381,25 @@ def _params(opts: TrainGridOptions, store: StoreModel) -> dict[str, Any]:
             "reference": opts.systems[0], "cache_fracs": list(opts.cache_fracs),
             "chunk_sizes": list(opts.chunk_sizes), "seeds": list(opts.seeds),
             "epochs": opts.epochs, "compute_ms_per_batch": opts.compute_ms,
-            "store": store.as_dict(), "target_share": opts.target_share}  # fmt: skip
+            "store": store.as_dict(), "target_share": opts.target_share,
+            "jobs": opts.jobs}  # fmt: skip
+
+
+def _pooled(runs: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
+    """Per system but the reference: the per-epoch accuracy difference from the
+    reference, paired by (cell, seed) over the whole grid."""
+    out: dict[str, Any] = {}
+    for system in systems[1:]:
+        gaps = []
+        for r in runs:
+            if r["system"] != system:
+                continue
+            ref = [q for q in runs if q["system"] == systems[0] and q["seed"] == r["seed"]
+                   and q["cache_frac"] == r["cache_frac"] and q["chunk_size"] == r["chunk_size"]]  # fmt: skip
+            if ref:
+                gaps.append(_curve_gap(r["curve"], ref[0]["curve"]))
+        out[system] = paired(gaps).as_dict("acc_diff_per_epoch")
+    return out
 
 
 def _tables(
@@ -288,9 +417,8 @@ def _tables(
             here = [r for r in runs if r["chunk_size"] == chunk and r["cache_frac"] == frac]
             rows = [_cell(here, s) for s in systems]
             for row in rows:
-                table.append(
-                    {"cache_frac": frac, "chunk_size": chunk, **row, **_verdict(row, rows[0])}
-                )
+                table.append({"cache_frac": frac, "chunk_size": chunk, **row,
+                              **_verdict(row, rows[0]), **_noise(here, row["system"], systems[0])})  # fmt: skip
     others = [r for r in table if r["system"] != systems[0]]
     base_rows = list(baseline.values())
     return {
@@ -303,6 +431,10 @@ def _tables(
             "time_to_target_s": _mean([r["time_to_target_s"] for r in base_rows]),
         },
         "cells_met": f"{sum(r['meets'] for r in others)}/{len(others)}",
+        "cells_behind_beyond_noise": sum(
+            r["ttt_reading"] == "behind beyond the noise" for r in others
+        ),
+        "acc_diff_per_epoch_pooled": _pooled(runs, systems),
         "runs": runs,
         "notes": [
             f"Simulated time: the live-training simulator's virtual-clock store "
@@ -317,6 +449,11 @@ def _tables(
             f"{systems[0]}'s in the same cell; meets: per-epoch time at most {EPOCH_SLACK} x the "
             f"reference's, time to target at most the reference's, and bytes read at most "
             f"{BYTES_LIMIT} x the bytes trained (issue #43's three tests).",
+            "ttt_diff_s_*: the seed-paired time-to-target difference from the reference (mean, "
+            "standard error, 95% interval, pairs); acc_diff_per_epoch_*: the same for the "
+            "accuracy per epoch; ttt_reading: 'behind beyond the noise' only where the "
+            "interval lies wholly above zero (hotset.bench.paired); "
+            "acc_diff_per_epoch_pooled: per system, over every cell and seed.",
             "unique_ids_trained_per_epoch is the coverage beside every hit count; exact hits, "
             "substitutions and fetched-ahead samples are counted apart (docs/report.md).",
         ],

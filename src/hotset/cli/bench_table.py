@@ -119,7 +119,11 @@ SUITE_COLUMNS: dict[str, list[Column]] = {
         ("distinct/ep", "unique_ids_trained_per_epoch"),
         ("epoch_vs_ref", "epoch_vs_ref"),
         ("ttt_vs_ref", "ttt_vs_ref"),
+        ("ttt_diff_s", "ttt_diff_s_mean"),
+        ("diff_low", "ttt_diff_s_low"),
+        ("diff_high", "ttt_diff_s_high"),
         ("meets", "meets"),
+        ("reading", "ttt_reading"),
     ],
     "overhead": [
         ("metric", "metric"),
