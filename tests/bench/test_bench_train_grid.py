@@ -120,3 +120,30 @@ def test_runs_in_processes_give_the_figures_of_one_process(tmp_path: Path) -> No
     if pairs:
         assert scout["ttt_diff_s_mean"] == pytest.approx(sum(pairs) / len(pairs), abs=1e-4)
     assert set(two["acc_diff_per_epoch_pooled"]) == {"scout"}
+
+
+class _Bar:
+    def __init__(self) -> None:
+        self.updates: list[int] = []
+
+    def update(self, n: int = 1) -> None:
+        self.updates.append(n)
+
+    def set_postfix_str(self, _text: str) -> None:
+        pass
+
+
+def test_a_run_that_fails_in_a_worker_process_fails_the_grid_with_its_error(
+    tmp_path: Path,
+) -> None:
+    from hotset.bench.train_grid import _Runner
+    from hotset.errors import HotsetError
+    from hotset.storage.presets import StoreModel
+
+    store = StoreModel(latency_ms=1.0, bandwidth_mb_s=100.0, max_concurrency=4)
+    job = ("quiver", {"dataset": tmp_path / "absent", "seed": 0, "cache_frac": 0.2,
+                      "target": None, "epochs": 1, "compute_ms": 0.0, "store": store})  # fmt: skip
+    bar = _Bar()
+    with pytest.raises(HotsetError, match="absent' does not exist"), _Runner(2, bar) as runner:
+        runner.map([job])
+    assert bar.updates == []  # nothing counted as done

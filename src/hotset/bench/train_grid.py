@@ -358,12 +358,12 @@ class _Runner:
                 out.append(_one_job(job))
                 self.bar.update()
             return out
-        from concurrent.futures import FIRST_EXCEPTION, wait
+        from concurrent.futures import FIRST_COMPLETED, wait
 
         futures = [self.pool.submit(_one_job, job) for job in jobs]
         pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+        while pending:  # the bar moves as each run ends, not when the whole map has
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
                 f.result()  # raises the job's error; __exit__ cancels the rest
             self.bar.update(len(done))
