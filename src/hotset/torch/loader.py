@@ -805,6 +805,7 @@ class HotsetLoader(Checkpoints):
         # The worker may have died holding the cache-write turn: abandon
         # now, so the others stop at once rather than at their timeout.
         self._abandon_unwritten(clear=False)
+        self._watch.unblock_shutdown()  # or a lock it held could hang the iterator's shutdown
         self._renew_kept_workers()
         raise WorkerDied(
             f"{what}: a DataLoader worker died (killed, or by the out-of-memory "

@@ -104,6 +104,8 @@ class WorkerWatch:
     def __init__(self, iterator: Any) -> None:
         #: torch's worker Process objects (empty without workers, or where torch has none)
         self._workers: list[Any] = list(getattr(iterator, "_workers", ()) or ())
+        #: the iterator itself, for :meth:`unblock_shutdown` (weak: the watch keeps nothing alive)
+        self._iterator: Any = None if iterator is None else weakref.ref(iterator)
         #: torch's error for a death its SIGCHLD handler reported while the loader could
         #: not raise it (the main thread was elsewhere); raised at the next batch
         self.noticed: BaseException | None = None
@@ -129,6 +131,30 @@ class WorkerWatch:
             with contextlib.suppress(OSError, ValueError):
                 multiprocessing.connection.wait([w.sentinel for w in self._workers], wait_s)
         return [_describe(w.pid, w.exitcode) for w in self._workers if w.exitcode not in (None, 0)]
+
+    def unblock_shutdown(self) -> bool:
+        """After a death: let the iterator's shutdown end even if the dead worker held the
+        lock of its "workers done" event; True if the event had to be replaced.
+
+        Every worker polls that ``multiprocessing.Event`` (taking its lock for an
+        instant), and torch's shutdown sets it first. A worker SIGKILLed inside that
+        instant holds the lock for ever, so the shutdown -- run at the iterator's
+        ``__del__``, in whatever code collects it -- would wait for ever (the faults
+        benchmark hung so, in ``gc.collect()``). If the lock cannot be had within
+        ``DEATH_WAIT_S`` the iterator gets an event of its own process to set; its
+        shutdown then tells the live workers to stop through their index queues and
+        terminates any that do not exit, as it does already.
+        """
+        it = None if self._iterator is None else self._iterator()
+        event = getattr(it, "_workers_done_event", None)
+        cond = getattr(event, "_cond", None)
+        if cond is None:
+            return False
+        if cond.acquire(True, DEATH_WAIT_S):
+            cond.release()
+            return False
+        it._workers_done_event = threading.Event()
+        return True
 
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
