@@ -117,18 +117,19 @@ def _kill_once(root: Path, files: list[bytes], run: int, rng: random.Random) -> 
 
     data = hotset.open_dataset(root, decode="bytes")
     context = "fork" if run % 2 == 0 else "forkserver"
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.alarm(_HANG_S)
     try:
-        with hotset.loader(
-            data,
-            system="lru",
-            cache=0.3,
-            batch_size=_BATCH,
-            num_workers=2,
-            seed=run,
-            multiprocessing_context=context,
-        ) as ld:
+        with (
+            _hang_alarm(_HANG_S),
+            hotset.loader(
+                data,
+                system="lru",
+                cache=0.3,
+                batch_size=_BATCH,
+                num_workers=2,
+                seed=run,
+                multiprocessing_context=context,
+            ) as ld,
+        ):
             killer = threading.Thread(target=kill, daemon=True)
             exc = _train(ld, killer, pids)
             if killer.ident is not None:
@@ -139,12 +140,27 @@ def _kill_once(root: Path, files: list[bytes], run: int, rng: random.Random) -> 
     except _Hung:
         outcome = "hang"
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
         # the dead run's iterator sits in a cycle with its error's traceback: collected
         # here, not in a later run's forked worker (where torch's __del__ complains)
         gc.collect()
     return outcome
+
+
+@contextlib.contextmanager
+def _hang_alarm(seconds: float) -> Iterator[None]:
+    """:class:`_Hung` after ``seconds``; an outer real-time timer (pytest-timeout's; there
+    is one per process) is put back after, less the time spent, so it still bounds what
+    follows (a hang in the collection above would otherwise wait for ever)."""
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer > 0:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-3))
 
 
 def _outcome(exc: BaseException | None, killed: list[int]) -> str:
