@@ -148,7 +148,7 @@ class WorkerWatch:
         it = None if self._iterator is None else self._iterator()
         event = getattr(it, "_workers_done_event", None)
         cond = getattr(event, "_cond", None)
-        if cond is None:
+        if it is None or cond is None:
             return False
         if cond.acquire(True, DEATH_WAIT_S):
             cond.release()
