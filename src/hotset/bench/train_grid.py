@@ -22,7 +22,7 @@ run keeps its accuracy curve (modeled seconds, accuracy per epoch) for any other
 
 How far a time to target can be trusted (:mod:`hotset.bench.paired`): the target sits
 on the plateau of the accuracy curve, where a 500-sample validation set moves about
-1.4 points from epoch to epoch, so the epoch that first crosses it moves by several
+1 point from epoch to epoch, so the epoch that first crosses it moves by several
 epochs from seed to seed. Each row therefore also carries the seed-paired difference
 from the reference (same seed: same initial weights, split and target) with its
 standard error and 95% interval, and the per-epoch accuracy difference likewise: a
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,7 +189,7 @@ def _noise(runs: list[dict[str, Any]], system: str, reference: str) -> dict[str,
     ttt = paired([mine[s]["time_to_target_s"] - ref[s]["time_to_target_s"] for s in seeds
                   if mine[s]["time_to_target_s"] is not None
                   and ref[s]["time_to_target_s"] is not None])  # fmt: skip
-    acc = paired([_curve_gap(mine[s]["curve"], ref[s]["curve"]) for s in seeds])
+    acc = paired(_gaps((mine[s]["curve"], ref[s]["curve"]) for s in seeds))
     if system == reference:
         reading = "reference"
     elif ttt.mean is None:
@@ -204,11 +204,16 @@ def _noise(runs: list[dict[str, Any]], system: str, reference: str) -> dict[str,
             "ttt_reading": reading}  # fmt: skip
 
 
-def _curve_gap(mine: list[list[float]], ref: list[list[float]]) -> float:
-    """Mean over the epochs both ran of (this run's accuracy - the reference's)."""
-    pairs = [(a[1], b[1]) for a, b in zip(mine, ref, strict=False)
-             if a[1] is not None and b[1] is not None]  # fmt: skip
-    return statistics.fmean(x - y for x, y in pairs) if pairs else 0.0
+def _gaps(curves: Iterable[tuple[list[list[float]], list[list[float]]]]) -> list[float]:
+    """Per (run, reference run) pair: the mean over the epochs both measured of (this
+    run's accuracy - the reference's); a pair with no such epoch gives none."""
+    out = []
+    for mine, ref in curves:
+        pairs = [(a[1], b[1]) for a, b in zip(mine, ref, strict=False)
+                 if a[1] is not None and b[1] is not None]  # fmt: skip
+        if pairs:
+            out.append(statistics.fmean(x - y for x, y in pairs))
+    return out
 
 
 @dataclass(frozen=True)
@@ -388,18 +393,15 @@ def _params(opts: TrainGridOptions, store: StoreModel) -> dict[str, Any]:
 def _pooled(runs: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
     """Per system but the reference: the per-epoch accuracy difference from the
     reference, paired by (cell, seed) over the whole grid."""
-    out: dict[str, Any] = {}
-    for system in systems[1:]:
-        gaps = []
-        for r in runs:
-            if r["system"] != system:
-                continue
-            ref = [q for q in runs if q["system"] == systems[0] and q["seed"] == r["seed"]
-                   and q["cache_frac"] == r["cache_frac"] and q["chunk_size"] == r["chunk_size"]]  # fmt: skip
-            if ref:
-                gaps.append(_curve_gap(r["curve"], ref[0]["curve"]))
-        out[system] = paired(gaps).as_dict("acc_diff_per_epoch")
-    return out
+
+    def where(r: dict[str, Any]) -> tuple[int, float, int]:
+        return r["seed"], r["cache_frac"], r["chunk_size"]
+
+    ref = {where(r): r for r in runs if r["system"] == systems[0]}
+    return {system: paired(_gaps((r["curve"], ref[where(r)]["curve"]) for r in runs
+                                 if r["system"] == system and where(r) in ref)
+                           ).as_dict("acc_diff_per_epoch")
+            for system in systems[1:]}  # fmt: skip
 
 
 def _tables(
