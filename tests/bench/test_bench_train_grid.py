@@ -67,6 +67,41 @@ def test_grid_options_refuse_what_the_grid_cannot_run() -> None:
         TrainGridOptions(chunk_sizes=(0,))
     with pytest.raises(HotsetError, match="--jobs: must be an integer >= 1, got 0"):
         TrainGridOptions(jobs=0)
+    with pytest.raises(HotsetError, match="--test-n: must be an integer >= 0, got -1"):
+        TrainGridOptions(test_n=-1)
+    with pytest.raises(HotsetError, match="--test-n: workload 'digits' has no test set"):
+        TrainGridOptions(workload="digits", test_n=100)
+
+
+def test_a_test_set_changes_what_accuracy_is_measured_on_and_nothing_read(
+    tmp_path: Path,
+) -> None:
+    """``--test-n``: every run's modeled times, requests and bytes are those of the grid
+    without it (the test set is never read through a cache); the curves are measured on
+    the test set's samples, and the result says so."""
+    args = ["bench", "traingrid", "--data-dir", str(tmp_path / "data"), "--synth-n", "300",
+            "--cache-fracs", "0.4", "--chunk-sizes", "16", "--seeds", "0", "--epochs", "2",
+            "--compute-ms", "5", "--latency-ms", "10", "--json"]  # fmt: skip
+    docs = []
+    for test_n in ("0", "250"):
+        code, out = run_cli(*args, "--root", str(tmp_path / test_n), "--test-n", test_n)
+        assert code == 0, out
+        path = tmp_path / test_n / "benchmarks" / "results" / "traingrid.json"
+        docs.append(json.loads(path.read_text())["result"])
+    plain, tested = docs
+    assert (tmp_path / "data" / "synth-test-250").is_dir()
+    keys = ("epoch_seconds", "requests_per_epoch", "bytes_read_over_trained",
+            "unique_ids_trained_per_epoch")  # fmt: skip
+    for a, b in zip(plain["runs"], tested["runs"], strict=True):
+        assert [a[k] for k in keys] == [b[k] for k in keys]
+        assert [t for t, _ in a["curve"]] == [t for t, _ in b["curve"]]
+    # accuracy in 1/250ths, not in the held-out split's 1/30ths
+    accs = [acc for run in tested["runs"] for _, acc in run["curve"]]
+    assert all(abs(acc * 250 - round(acc * 250)) < 1e-9 for acc in accs)
+    assert [r["curve"] for r in tested["runs"]] != [r["curve"] for r in plain["runs"]]
+    assert tested["params"]["test_n"] == 250 and plain["params"]["test_n"] == 0
+    assert any("clean test set of 250 samples" in note for note in tested["notes"])
+    assert any("held-out split" in note for note in plain["notes"])
 
 
 def _run(system: str, seed: int, ttt: float | None, accs: list[float]) -> dict[str, Any]:

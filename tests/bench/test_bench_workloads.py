@@ -60,3 +60,26 @@ def test_imagenet_like_workload_is_generated_once_with_its_stated_sizes(tmp_path
     stamp = (path / "manifest.csv").stat().st_mtime_ns
     assert workload_dir("imagenet-like", data_dir=tmp_path) == path
     assert (path / "manifest.csv").stat().st_mtime_ns == stamp  # reused, not rewritten
+
+
+def test_a_test_set_is_a_clean_other_draw_made_once(tmp_path: Path) -> None:
+    """``test_set_dir``: draw 1 of the workload's generator with no flipped labels (no
+    sample shared with the workload), reused once written; a workload without a
+    generator, or a bad size, is refused by name."""
+    from hotset.bench.workloads import TEST_DRAW, test_set_dir, workload_dir
+    from hotset.data import Manifest, SynthTruth
+
+    test = test_set_dir("synth-noisy", data_dir=tmp_path, n=300)
+    train = workload_dir("synth-noisy", data_dir=tmp_path, synth_n=300)
+    manifest = Manifest.load(test)
+    assert len(manifest) == 300 and manifest.meta["synth"]["draw"] == TEST_DRAW
+    assert manifest.meta["synth"]["noise"] == 0.0 and manifest.meta["synth"]["easy"] == 0.5
+    assert not SynthTruth.load(test).flipped.any()
+    assert not set(manifest.hashes) & set(Manifest.load(train).hashes)
+    stamp = (test / "manifest.csv").stat().st_mtime_ns
+    assert test_set_dir("synth-noisy", data_dir=tmp_path, n=300) == test
+    assert (test / "manifest.csv").stat().st_mtime_ns == stamp  # reused, not rewritten
+    with pytest.raises(HotsetError, match="workload 'digits' has no test set"):
+        test_set_dir("digits", data_dir=tmp_path, n=300)
+    with pytest.raises(HotsetError, match="--test-n: must be a positive integer, got 0"):
+        test_set_dir("synth", data_dir=tmp_path, n=0)

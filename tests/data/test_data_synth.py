@@ -123,6 +123,8 @@ def test_layout_has_at_most_1000_files_per_folder(tmp_path: Path) -> None:
         ({"seed": -1}, "--seed"),
         ({"format": "gif"}, "format 'gif'"),
         ({"channels": 2}, "--channels"),
+        ({"draw": -1}, "--draw"),
+        ({"draw": True}, "--draw"),
     ],
 )
 def test_bad_config_names_the_option(kw: dict[str, object], needle: str) -> None:
@@ -200,3 +202,46 @@ def test_easy_redraws_that_share_of_difficulties_and_leaves_the_rest() -> None:
     assert np.array_equal(ground_truth(SynthConfig(n=2000, easy=0.0)).difficulty, plain.difficulty)
     with pytest.raises(HotsetError, match=r"--easy must be in \[0, 1\], got 1.5"):
         SynthConfig(easy=1.5)
+
+
+def test_draw_zero_keeps_the_streams_the_generator_always_used() -> None:
+    """Draw 0 is every data set written before ``draw`` existed: its labels are still
+    the permutation drawn from ``default_rng([seed, 1])``."""
+    n, k = 500, 10
+    truth = ground_truth(SynthConfig(n=n, seed=5))
+    want = np.random.default_rng([5, 1]).permutation(np.arange(n, dtype=np.int64) % k)
+    np.testing.assert_array_equal(truth.true_label, want)
+    np.testing.assert_array_equal(
+        ground_truth(SynthConfig(n=n, seed=5, draw=0)).difficulty, truth.difficulty
+    )
+
+
+def test_another_draw_is_new_samples_of_the_same_task(tmp_path: Path) -> None:
+    """Draw 1 (the train suites' test set): other samples and pixels, the same class
+    prototypes -- class means learned on draw 0 classify it as well as draw 0's own
+    held-out part -- and with ``noise=0`` every label is the true one."""
+    train = _make(tmp_path / "train", n=1600, image_size=16, seed=11, noise=0.1)
+    test = _make(tmp_path / "test", n=600, image_size=16, seed=11, noise=0.0, draw=1)
+    assert not set(train.hashes) & set(test.hashes)
+    truth = SynthTruth.load(tmp_path / "test")
+    np.testing.assert_array_equal(test.labels, truth.true_label)
+    assert not truth.flipped.any()
+    assert Manifest.load(tmp_path / "test").meta["synth"]["draw"] == 1
+    assert "draw" not in Manifest.load(tmp_path / "train").meta["synth"]
+
+    def pixels(root: Path, m: Manifest) -> np.ndarray:
+        _, store = open_dataset(root)
+        return decode_many(store.read_many(m.keys), m.keys).reshape(len(m), -1)
+
+    x, y = pixels(tmp_path / "train", train), np.asarray(train.labels)
+    fit, held = slice(0, 1000), slice(1000, 1600)
+    means = np.stack([x[fit][y[fit] == c].mean(0) for c in range(10)])
+
+    def accuracy(xs: np.ndarray, ys: np.ndarray) -> float:
+        pred = ((xs[:, None, :] - means[None]) ** 2).sum(-1).argmin(1)
+        return float((pred == ys).mean())
+
+    own = accuracy(x[held], SynthTruth.load(tmp_path / "train").true_label[held])
+    other = accuracy(pixels(tmp_path / "test", test), np.asarray(test.labels))
+    assert other > 0.5  # chance is 0.1: the same classes
+    assert abs(other - own) < 0.08

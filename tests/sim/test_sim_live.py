@@ -338,3 +338,65 @@ def test_coverage_counts_what_base_trains_not_what_it_reads(dataset: Path) -> No
     assert warm["unique_ids_trained"] == n_train
     assert all(row["requests"] == n_train for row in result["epochs"])  # each asked for
     assert any(row["unique_ids_trained"] < n_train for row in selecting), selecting
+
+
+def _reads(result: dict[str, Any]) -> list[Any]:
+    """What a run read and trained, epoch by epoch (not what it measured)."""
+    keys = ("requests", "storage_reads", "storage_bytes", "exact_hits", "train_loss")
+    return [[row[k] for k in keys] for row in result["epochs"]]
+
+
+def test_a_test_set_of_the_held_out_samples_measures_what_the_split_does(
+    dataset: Path, tmp_path: Path
+) -> None:
+    """The held-out split copied out as a test set: the very accuracy of the run without
+    one, every read and loss unchanged, and the result says what accuracy was measured on."""
+    from hotset.data.split import subset_dataset
+
+    labels = np.asarray(Manifest.load(dataset).labels)
+    _, val_rows = stratified_split(labels, val_frac=0.1, seed=0)
+    subset_dataset(dataset, tmp_path / "test", val_rows)
+    plain = _run(dataset, "lru")
+    tested = _run(dataset, "lru", test_dataset=str(tmp_path / "test"))
+    assert [r["val_accuracy"] for r in tested["epochs"]] == [
+        r["val_accuracy"] for r in plain["epochs"]
+    ]
+    assert _reads(tested) == _reads(plain)
+    assert tested["n_accuracy"] == tested["n_val"] == len(val_rows) == plain["n_accuracy"]
+    assert tested["config"]["test_dataset"] == str(tmp_path / "test")
+    assert plain["config"]["test_dataset"] is None
+
+
+def test_another_draw_as_test_set_changes_only_the_accuracy(dataset: Path, tmp_path: Path) -> None:
+    """A clean independent draw of the same classes: the run reads and trains exactly as
+    without it; only the accuracy, now on its 300 samples, differs."""
+    cfg = SynthConfig(n=300, image_size=8, classes=4, channels=1, seed=0, noise=0.0, draw=1)
+    make_synth(tmp_path / "test", cfg, workers=1)
+    plain = _run(dataset, "lru")
+    tested = _run(dataset, "lru", test_dataset=str(tmp_path / "test"))
+    assert _reads(tested) == _reads(plain)
+    assert tested["n_accuracy"] == 300
+    accuracy = [r["val_accuracy"] for r in tested["epochs"]]
+    assert all(0.0 <= a <= 1.0 for a in accuracy)
+    assert accuracy != [r["val_accuracy"] for r in plain["epochs"]]
+
+
+def test_a_test_set_that_does_not_fit_is_refused_by_name(dataset: Path, tmp_path: Path) -> None:
+    """Other classes, other image sizes, a missing directory, or no training at all: each
+    named, before any training."""
+    other = SynthConfig(n=100, image_size=8, classes=5, channels=1, seed=0)
+    make_synth(tmp_path / "classes", other, workers=1)
+    make_synth(
+        tmp_path / "size", SynthConfig(n=100, image_size=6, classes=4, channels=1), workers=1
+    )
+    with pytest.raises(HotsetError, match=r"test_dataset .*classes.* has 5 classes .* has 4"):
+        _run(dataset, "lru", test_dataset=str(tmp_path / "classes"))
+    with pytest.raises(HotsetError, match=r"its images are 1x6x6, the training set's 1x8x8"):
+        _run(dataset, "lru", test_dataset=str(tmp_path / "size"))
+    with pytest.raises(HotsetError, match=r"test_dataset '/nonexistent/t' does not exist"):
+        _run(dataset, "lru", test_dataset="/nonexistent/t")
+    with pytest.raises(HotsetError, match="a run with train=False has none"):
+        LiveOptions(
+            system="lru", dataset=str(dataset), cache_frac=0.2, epochs=1, seed=0,
+            train=False, test_dataset=str(tmp_path / "size"),
+        )  # fmt: skip

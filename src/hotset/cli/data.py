@@ -35,6 +35,14 @@ def data() -> None:
 )
 @click.option("--seed", default=0, show_default=True, type=int, help="Same seed, same bytes.")
 @click.option(
+    "--draw",
+    default=0,
+    show_default=True,
+    type=int,
+    help="An independent draw of samples from the seed's classes: with --noise 0, a clean "
+    "test set of the task draw 0 trains on.",
+)
+@click.option(
     "--format", "fmt", default="png", show_default=True, type=click.Choice(["png", "jpeg", "npy"])
 )
 @click.option("--channels", default=3, show_default=True, type=click.Choice(["1", "3"]))
@@ -56,6 +64,7 @@ def synth(
     noise: float,
     easy: float,
     seed: int,
+    draw: int,
     fmt: str,
     channels: str,
     sizes: str,
@@ -76,6 +85,7 @@ def synth(
         noise=noise,
         easy=easy,
         seed=seed,
+        draw=draw,
         format=fmt,
         channels=int(channels),
         sizes=sizes,

@@ -15,7 +15,11 @@ an importance scorer ranks high.
 Determinism: the per-sample parameters come from ``default_rng([seed, 1])`` (the
 easy share's from ``default_rng([seed, 3])``, so ``easy=0`` draws what it always did) and
 the pixels of chunk ``c`` (ids ``c*1000 ..``) from ``default_rng([seed, 2, c])``,
-so the bytes depend on the arguments only, never on threads or timing.
+so the bytes depend on the arguments only, never on threads or timing. ``draw`` (0 by
+default) picks an independent draw of samples from the same classes: draw ``k > 0`` keys
+those generators by ``[..., k]`` too, while the prototypes depend on ``seed`` alone, so
+``draw=1`` with ``noise=0`` is a clean test set of the task ``draw=0`` trains on (the
+train suites' ``--test-n``); draw 0 is what the generator always wrote.
 
 ``sizes="imagenet"`` pads every encoded image to a byte size drawn from a
 seeded log-normal with ImageNet's mean (:mod:`hotset.data.sizes`), where its
@@ -63,6 +67,9 @@ class SynthConfig:
     sizes: str = "small"
     #: share of the samples whose difficulty is redrawn from Beta(1, 12): easy ones
     easy: float = 0.0
+    #: which independent draw of samples from the seed's classes (0: the data set as
+    #: always; another: a held-out test set of the same task)
+    draw: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.n, int) or self.n < 1:
@@ -77,6 +84,8 @@ class SynthConfig:
             raise HotsetError(f"--easy must be in [0, 1], got {self.easy!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise HotsetError(f"--seed must be a non-negative integer, got {self.seed!r}")
+        if isinstance(self.draw, bool) or not isinstance(self.draw, int) or self.draw < 0:
+            raise HotsetError(f"--draw must be a non-negative integer, got {self.draw!r}")
         check_format(self.format)
         if self.channels not in (1, 3):
             raise HotsetError(f"--channels must be 1 or 3, got {self.channels!r}")
@@ -147,14 +156,20 @@ def prototypes(cfg: SynthConfig) -> np.ndarray:
     )
 
 
+def _stream(cfg: SynthConfig, *key: int) -> list[int]:
+    """The seed sequence of one per-sample generator: ``[seed, *key]`` for draw 0 (what
+    the generator always used), ``[seed, *key, draw]`` for another draw."""
+    return [cfg.seed, *key] if cfg.draw == 0 else [cfg.seed, *key, cfg.draw]
+
+
 def ground_truth(cfg: SynthConfig) -> SynthTruth:
     """Draw every per-sample parameter (cheap, O(n)) from ``default_rng([seed, 1])``."""
-    rng = np.random.default_rng([cfg.seed, 1])
+    rng = np.random.default_rng(_stream(cfg, 1))
     n, k = cfg.n, cfg.classes
     true_label = rng.permutation(np.arange(n, dtype=np.int64) % k)  # balanced classes
     difficulty = rng.beta(*_BETA, size=n).astype(np.float32)
     if cfg.easy > 0:  # its own generator: the draws below stay those of easy=0
-        extra = np.random.default_rng([cfg.seed, 3])
+        extra = np.random.default_rng(_stream(cfg, 3))
         easy = extra.permutation(n)[: round(cfg.easy * n)]
         difficulty[easy] = extra.beta(*_EASY_BETA, size=len(easy)).astype(np.float32)
     confuser = (true_label + rng.integers(1, k, size=n)) % k
@@ -187,7 +202,7 @@ def render(
 def _render_chunk(
     cfg: SynthConfig, truth: SynthTruth, protos: np.ndarray, start: int, stop: int
 ) -> np.ndarray:
-    rng = np.random.default_rng([cfg.seed, 2, start // _CHUNK])
+    rng = np.random.default_rng(_stream(cfg, 2, start // _CHUNK))
     m, size, ch = stop - start, cfg.image_size, cfg.channels
     f32 = np.float32
     d = truth.difficulty[start:stop].astype(f32)[:, None, None]
@@ -247,6 +262,8 @@ def meta_for(cfg: SynthConfig) -> dict[str, Any]:
         "synth": {"n": cfg.n, "noise": cfg.noise, "difficulty_beta": list(_BETA)},
         "truth_file": TRUTH_FILE,
     }
+    if cfg.draw > 0:  # only then: the default sets' dataset.json stays as it was
+        meta["synth"]["draw"] = cfg.draw
     if cfg.easy > 0:  # only then: the default sets' dataset.json stays as it was
         meta["synth"].update(easy=cfg.easy, easy_difficulty_beta=list(_EASY_BETA))
     model = size_model(cfg.sizes)

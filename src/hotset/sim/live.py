@@ -27,6 +27,11 @@ What is real and what is modeled, explicitly:
   compute. Results do not depend on how busy this machine is;
   ``wall_seconds`` is the only measured number.
 
+Accuracy: on the held-out validation split, or with ``test_dataset`` on a separate test
+set (same classes and image shape; never read through the store, the cache or the
+clock), which leaves every read and order of the run as it was: only what accuracy is
+measured on changes.
+
 Ids: the validation split is held out and never read through the cache. The
 system sees the training samples as ids ``0..n_train-1``; ``train_rows[i]`` is
 the manifest id of training id ``i`` (both lists are sorted, so the mapping is
@@ -106,7 +111,9 @@ class LiveOptions:
     :mod:`hotset.sim.trainer`); ``measure_compute`` charges each step (and each
     re-evaluation, and the held-out models of ``sampler=rho``) the wall seconds it
     took on that device instead of ``compute_ms_per_batch``: modeled I/O beside
-    measured compute (the device-ready benchmark's clock).
+    measured compute (the device-ready benchmark's clock). ``test_dataset`` (a data set
+    directory) measures accuracy on that test set instead of the held-out split: the
+    split stays held out, so the run reads and orders what it would without one.
 
     The fields that do not depend on the system are checked here, so a bad value is
     refused where it is built; ``cache_frac``'s range depends on the system (one that
@@ -132,6 +139,7 @@ class LiveOptions:
     measure_identification: bool = False
     device: str = "cpu"
     measure_compute: bool = False
+    test_dataset: str | None = None
 
     def __post_init__(self) -> None:
         _validate(self)
@@ -168,6 +176,39 @@ class _Run:
     keys: list[str]
     hashes: list[str]
     config: dict[str, Any]
+    #: the test set accuracy is measured on (None: the held-out split): its store,
+    #: keys, hashes and labels
+    test: _TestSet | None = None
+
+
+@dataclass(frozen=True)
+class _TestSet:
+    """A separate test set (``LiveOptions.test_dataset``), opened and checked against
+    the training set's classes."""
+
+    store: Any
+    keys: list[str]
+    hashes: list[str]
+    labels: npt.NDArray[np.int64]
+
+
+def _open_test(path: str, num_classes: int) -> _TestSet:
+    """``path`` opened as a test set: it exists, every sample is labeled, and its labels
+    are classes the training set has (a test of other classes would measure nothing)."""
+    from hotset.data import open_dataset
+
+    if "://" not in path and not Path(path).is_dir():
+        raise HotsetError(f"test_dataset {path!r} does not exist")
+    manifest, store = open_dataset(path)
+    labels = _labels(manifest, path)
+    if len(labels) == 0:
+        raise HotsetError(f"test_dataset {path!r} has no samples")
+    if int(manifest.num_classes) != num_classes or int(labels.max()) >= num_classes:
+        raise HotsetError(
+            f"test_dataset {path!r} has {int(manifest.num_classes)} classes (labels up to "
+            f"{int(labels.max())}); the training set has {num_classes}"
+        )
+    return _TestSet(store, list(manifest.keys), list(manifest.hashes), labels)
 
 
 def _prepare(opts: LiveOptions) -> _Run:
@@ -187,6 +228,9 @@ def _prepare(opts: LiveOptions) -> _Run:
 
     manifest, inner = open_dataset(opts.dataset)
     labels = _labels(manifest, opts.dataset)
+    test = None
+    if opts.test_dataset is not None:
+        test = _open_test(str(opts.test_dataset), int(manifest.num_classes))
     train_rows, val_rows = stratified_split(labels, val_frac=opts.val_frac, seed=opts.seed)
     train_sizes = np.asarray(manifest.sizes, dtype=np.int64)[train_rows]
     capacity = math.floor(opts.cache_frac * int(train_sizes.sum()))
@@ -225,6 +269,7 @@ def _prepare(opts: LiveOptions) -> _Run:
         keys=[manifest.keys[r] for r in train_rows.tolist()],
         hashes=[manifest.hashes[r] for r in train_rows.tolist()],
         config=_config(opts, options, choice),
+        test=test,
     )
 
 
@@ -252,6 +297,7 @@ def _config(opts: LiveOptions, options: Mapping[str, Any] | None, choice: Any) -
         "compute_ms_per_batch": opts.compute_ms_per_batch,
         "device": opts.device,
         "measure_compute": bool(opts.measure_compute),
+        "test_dataset": None if opts.test_dataset is None else str(opts.test_dataset),
         "options": dict(options or {}),
         "trained": bool(opts.train),
         # system="auto": what it picked and why (the loader's rule, the same facts)
@@ -297,6 +343,7 @@ def _run_trained(opts: LiveOptions, run: _Run, *, progress: bool) -> dict[str, A
 
     images = _decode_all(run.inner, run.manifest.keys, run.manifest.hashes)
     _, channels, height, width = images.shape
+    held_out = _held_out(opts, run, images)
     model_name = resolve_model_name(opts.model, height)
     num_classes = int(run.manifest.num_classes)
     meta = {"channels": channels, "image_size": [height, width], "num_classes": num_classes}
@@ -305,7 +352,7 @@ def _run_trained(opts: LiveOptions, run: _Run, *, progress: bool) -> dict[str, A
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(opts.seed)
-            trainer = _trainer(opts, run, images, model_name, meta)
+            trainer = _trainer(opts, run, images, held_out, model_name, meta)
             del images
             setup = _irreducible_setup(
                 run.sys_obj, trainer, run.store, run.keys, seed=opts.seed,
@@ -326,10 +373,31 @@ def _run_trained(opts: LiveOptions, run: _Run, *, progress: bool) -> dict[str, A
     return _result(opts, run, driver, epoch_rows, model_name=model_name, setup=setup)
 
 
+def _held_out(
+    opts: LiveOptions, run: _Run, images: npt.NDArray[np.float32]
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+    """What accuracy is measured on: the test set's pixels and labels, decoded once
+    (its shape checked against the training images'), or the held-out split's."""
+    if run.test is None:
+        return images[run.val_rows], run.labels[run.val_rows]
+    test = _decode_all(run.test.store, run.test.keys, run.test.hashes)
+    if test.shape[1:] != images.shape[1:]:
+        raise HotsetError(
+            f"test_dataset {opts.test_dataset!r}: its images are {_shape(test)}, the "
+            f"training set's {_shape(images)}"
+        )
+    return test, run.test.labels
+
+
+def _shape(images: npt.NDArray[np.float32]) -> str:
+    return "x".join(str(d) for d in images.shape[1:])
+
+
 def _trainer(
     opts: LiveOptions,
     run: _Run,
     images: npt.NDArray[np.float32],
+    held_out: tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]],
     model_name: str,
     meta: dict[str, Any],
 ) -> Trainer:
@@ -344,8 +412,9 @@ def _trainer(
         net=net,
         x_train=torch.from_numpy(images[run.train_rows]),
         y_train=torch.from_numpy(run.labels[run.train_rows]),
-        x_val=torch.from_numpy(images[run.val_rows]),
-        y_val=torch.from_numpy(run.labels[run.val_rows]),
+        # copies: a test set's decoded pixels are the read-only cached array
+        x_val=torch.from_numpy(np.array(held_out[0])),
+        y_val=torch.from_numpy(np.array(held_out[1])),
         lr=opts.lr,
         epochs=opts.epochs,
         device=opts.device,
@@ -412,6 +481,8 @@ def _result(
         "model": model_name,
         "n_train": len(run.train_rows),
         "n_val": len(run.val_rows),
+        # what val_accuracy is measured on: the test set's samples, or the split's
+        "n_accuracy": len(run.val_rows) if run.test is None else len(run.test.labels),
         "capacity_bytes": run.capacity,
         "train_bytes": int(run.train_sizes.sum()),
         "config": run.config,
@@ -462,10 +533,11 @@ def _plan_future(system: System, epochs: int) -> list[IntArray] | None:
     return orders
 
 
-#: the last data set decoded, keyed by its manifest hashes (which pin its bytes): a
-#: benchmark runs many systems over one data set in one process, and a 50,000-image set
-#: takes seconds to decode each time
+#: the last data sets decoded (a training set and its test set), keyed by their manifest
+#: hashes (which pin their bytes): a benchmark runs many systems over one data set in
+#: one process, and a 50,000-image set takes seconds to decode each time
 _DECODED: dict[tuple[str, ...], npt.NDArray[np.float32]] = {}
+_DECODED_KEPT = 2
 
 
 def _decode_all(store: Any, keys: Sequence[str], hashes: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -476,7 +548,8 @@ def _decode_all(store: Any, keys: Sequence[str], hashes: Sequence[str]) -> npt.N
         return _DECODED[pinned]
     images = _decode_fresh(store, keys, hashes)
     images.flags.writeable = False
-    _DECODED.clear()
+    while len(_DECODED) >= _DECODED_KEPT:  # the oldest goes (dicts keep insertion order)
+        del _DECODED[next(iter(_DECODED))]
     _DECODED[pinned] = images
     return images
 
@@ -768,6 +841,10 @@ def _validate(opts: LiveOptions) -> None:
         raise HotsetError(f"concurrency must be an integer >= 1, got {opts.concurrency!r}")
     if not _finite(opts.compute_ms_per_batch) or opts.compute_ms_per_batch < 0:
         raise HotsetError(f"compute_ms_per_batch must be >= 0, got {opts.compute_ms_per_batch!r}")
+    if opts.test_dataset is not None and not opts.train:
+        raise HotsetError(
+            f"test_dataset {opts.test_dataset!r} measures accuracy; a run with train=False has none"
+        )
 
 
 def _check_device(device: object) -> None:
