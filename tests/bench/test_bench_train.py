@@ -180,3 +180,30 @@ def test_train_options_check_themselves_in_python() -> None:
         TrainOptions(seeds=(0, -1))
     with pytest.raises(HotsetError, match="nosuch"):
         TrainOptions(systems=("pytorch", "nosuch"))
+    with pytest.raises(HotsetError, match="--test-n: workload 'digits' has no test set"):
+        TrainOptions(workloads=("synth", "digits"), test_n=500)
+    with pytest.raises(HotsetError, match="--test-n: must be an integer >= 0, got -5"):
+        TrainOptions(workloads=("synth",), test_n=-5)
+
+
+def test_a_test_set_measures_the_accuracy_and_leaves_the_reads(tmp_path: Path) -> None:
+    """``bench train --test-n``: the same reads and modeled time as without it, accuracy
+    (so every target) in steps of 1/200 of the test set, and a note saying so."""
+    args = ["bench", "train", "--data-dir", str(tmp_path / "data"), "--workloads", "synth",
+            "--synth-n", "300", "--systems", "pytorch,lru", "--seeds", "0", "--epochs", "2",
+            "--batch-size", "16", "--compute-ms", "5", "--json"]  # fmt: skip
+    docs = []
+    for test_n in ("0", "200"):
+        main([*args, "--root", str(tmp_path / test_n), "--test-n", test_n])
+        path = tmp_path / test_n / "benchmarks" / "results" / "train.json"
+        docs.append(json.loads(path.read_text())["result"])
+    plain, tested = docs
+    for a, b in zip(plain["runs"], tested["runs"], strict=True):
+        assert a["storage_reads_per_epoch"] == b["storage_reads_per_epoch"]
+        assert a["modeled_seconds"] == b["modeled_seconds"]
+        assert abs(b["final_val_accuracy"] * 200 - round(b["final_val_accuracy"] * 200)) < 1e-9
+    assert [r["final_val_accuracy"] for r in tested["runs"]] != [
+        r["final_val_accuracy"] for r in plain["runs"]
+    ]
+    assert tested["params"]["test_n"] == 200
+    assert any("clean test set of 200 samples" in note for note in tested["notes"])

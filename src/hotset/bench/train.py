@@ -24,7 +24,15 @@ from typing import Any
 import click
 
 from hotset import options as typed
-from hotset.bench.workloads import DEFAULT_DATA_DIR, PACK_CHUNK_SIZE, needs_chunks, workload_dir
+from hotset.bench.workloads import (
+    DEFAULT_DATA_DIR,
+    PACK_CHUNK_SIZE,
+    accuracy_note,
+    check_test_n,
+    needs_chunks,
+    test_set_dir,
+    workload_dir,
+)
 from hotset.errors import HotsetError
 from hotset.options import cli
 from hotset.storage.presets import SIMULATED_DEFAULT, StoreModel
@@ -185,12 +193,22 @@ class TrainOptions:
     )
     synth_n: int = field(default=20_000, metadata=cli(type=click.IntRange(min=200)))
     data_dir: Path = field(default=DEFAULT_DATA_DIR, metadata=DATA_DIR)
+    test_n: int = field(
+        default=0,
+        metadata=cli(
+            "Measure accuracy on a clean test set of N samples drawn apart from each "
+            "workload (synth, synth-noisy; 0: the held-out split); reads are unchanged.",
+            type=click.IntRange(min=0),
+        ),
+    )
 
     def __post_init__(self) -> None:
-        """A negative seed or an unknown system fails before any training, naming itself."""
+        """A negative seed, an unknown system or a test set a workload cannot have fails
+        before any training, naming itself."""
         from hotset.systems.registry import parse_system
 
         check_seeds(self.seeds)
+        check_test_n(self.test_n, self.workloads)
         for system in self.systems:
             parse_system(system)  # "name[opt=v,...]" too
 
@@ -222,7 +240,10 @@ def run(
             packed=packed,
             chunk_size=opts.chunk_size,
         )
-        result = _train_one(opts, store, system, dataset, seed)
+        test = None
+        if opts.test_n:
+            test = test_set_dir(workload, data_dir=opts.data_dir, n=opts.test_n, progress=progress)
+        result = _train_one(opts, store, system, dataset, seed, test)
         if system == BASELINE:
             targets[(workload, seed)] = result["totals"]["final_val_accuracy"]
         runs.append(_run_row(workload, seed, system, result, targets[(workload, seed)]))
@@ -234,15 +255,22 @@ def run(
         "runs": runs,
         "notes": [
             _time_note(store, opts.compute_ms, opts.measure_compute, opts.model, opts.device),
+            accuracy_note(opts.test_n),
             *NOTES,
         ],
     }
 
 
 def _train_one(
-    opts: TrainOptions, store: StoreModel, system: str, dataset: Path, seed: int
+    opts: TrainOptions,
+    store: StoreModel,
+    system: str,
+    dataset: Path,
+    seed: int,
+    test: Path | None = None,
 ) -> dict[str, Any]:
-    """One live-simulator run of ``system`` (a spec, options and all) at ``seed``."""
+    """One live-simulator run of ``system`` (a spec, options and all) at ``seed``;
+    ``test``: the test set accuracy is measured on (None: the held-out split)."""
     from hotset.sim.live import LiveOptions, run_live
     from hotset.systems.registry import parse_system
 
@@ -263,6 +291,7 @@ def _train_one(
             batch_size=opts.batch_size,
             lr=opts.lr,
             measure_compute=opts.measure_compute,
+            test_dataset=None if test is None else str(test),
             **store.link(),
         )
     )
@@ -368,6 +397,7 @@ def _params(opts: TrainOptions, store: StoreModel, started: float) -> dict[str, 
         "batch_size": opts.batch_size,
         "lr": opts.lr,
         "measure_compute": opts.measure_compute,
+        "test_n": opts.test_n,
         "device_name": device_name(opts.device),
         "wall_seconds_total": round(time.perf_counter() - started, 1),
     }

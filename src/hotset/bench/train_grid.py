@@ -53,7 +53,8 @@ from hotset.bench.paired import paired
 from hotset.bench.train import BASELINE, DATA_DIR, check_seeds, time_to_target
 from hotset.bench.workloads import (
     DEFAULT_DATA_DIR,
-    TEST_SET_WORKLOADS,
+    accuracy_note,
+    check_test_n,
     test_set_dir,
     workload_dir,
 )
@@ -294,13 +295,7 @@ class TrainGridOptions:
         check_seeds(self.seeds)
         if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
             raise HotsetError(f"--jobs: must be an integer >= 1, got {self.jobs!r}")
-        if isinstance(self.test_n, bool) or not isinstance(self.test_n, int) or self.test_n < 0:
-            raise HotsetError(f"--test-n: must be an integer >= 0, got {self.test_n!r}")
-        if self.test_n and self.workload not in TEST_SET_WORKLOADS:
-            raise HotsetError(
-                f"--test-n: workload {self.workload!r} has no test set (one is drawn for "
-                f"{', '.join(TEST_SET_WORKLOADS)} only)"
-            )
+        check_test_n(self.test_n, [self.workload])
         if BASELINE in self.systems:
             raise HotsetError(
                 f"--systems: {BASELINE} is the baseline, trained once per seed; leave it out"
@@ -435,18 +430,6 @@ def _pooled(runs: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
             for system in systems[1:]}  # fmt: skip
 
 
-def _measured_on(params: dict[str, Any]) -> str:
-    """The note saying what every accuracy (and so every target) is measured on."""
-    n = params.get("test_n", 0)
-    if n:
-        return (
-            f"Accuracy is measured on a clean test set of {n} samples drawn apart from the "
-            f"data set (same classes, no flipped labels: bench.workloads.test_set_dir), "
-            "never read through a cache; the held-out split is still held out."
-        )
-    return "Accuracy is measured on the data set's held-out split (a tenth of it)."
-
-
 def _tables(
     runs: list[dict[str, Any]],
     baseline: dict[int, dict[str, Any]],
@@ -485,7 +468,7 @@ def _tables(
             f"Simulated time: the live-training simulator's virtual-clock store "
             f"({store.describe()}) plus {compute_ms:g} ms of modeled compute per step; accuracy "
             "is real (a small model trained on the CPU).",
-            _measured_on(params),
+            accuracy_note(params.get("test_n", 0)),
             f"Target = {share:g} of the {BASELINE} baseline's final validation accuracy at the "
             "same seed (issue #43's audit measured time to 0.99x; the baseline is trained "
             "once per seed: it reads single samples, so no cache or chunk changes it); "

@@ -101,6 +101,30 @@ TEST_SET_WORKLOADS = ("synth", "synth-noisy")
 TEST_DRAW = 1
 
 
+def check_test_n(n: object, workloads: Sequence[str]) -> None:
+    """``--test-n``: a non-negative integer, and when positive every workload has a
+    generator to draw a test set from; else a HotsetError naming the option."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise HotsetError(f"--test-n: must be an integer >= 0, got {n!r}")
+    lacking = [w for w in workloads if w not in TEST_SET_WORKLOADS]
+    if n and lacking:
+        raise HotsetError(
+            f"--test-n: workload {lacking[0]!r} has no test set (one is drawn for "
+            f"{', '.join(TEST_SET_WORKLOADS)} only)"
+        )
+
+
+def accuracy_note(test_n: int) -> str:
+    """A train suite's note saying what every accuracy (so every target) is measured on."""
+    if test_n:
+        return (
+            f"Accuracy is measured on a clean test set of {test_n} samples drawn apart from "
+            "the data set (same classes, no flipped labels: bench.workloads.test_set_dir), "
+            "never read through a cache; the held-out split is still held out."
+        )
+    return "Accuracy is measured on the data set's held-out split (a tenth of it)."
+
+
 def test_set_dir(name: str, *, data_dir: Path, n: int, progress: bool = False) -> Path:
     """A clean test set of ``n`` samples for workload ``name``, generating it when missing.
 
