@@ -288,3 +288,52 @@ def test_under_torchrun_workers_are_kept_exactly_once_and_resume(
         assert first[rank]["served"]["0"] == full[rank]["served"]["0"]
         assert first[rank]["served"]["1"] + second[rank]["served"]["1"] == full[rank]["served"]["1"]
         assert second[rank]["served"]["2"] == full[rank]["served"]["2"]
+
+
+def _hold_lock_and_die(event: Any) -> None:
+    """What a worker SIGKILLed inside ``done_event.is_set()`` leaves: the lock held."""
+    event._cond.acquire()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_kept_worker_dead_holding_the_done_lock_does_not_hang_the_old_shutdown(
+    dataset_dir: Path,
+) -> None:
+    """Killed while idle between epochs, holding the lock of the iterator's "workers
+    done" event (every worker polls it): the next epoch is whole, on fresh workers,
+    and the kept iterator it replaces can still shut down. Without the check, iter()
+    hung for ever inside torch's reset (marking the dead worker unavailable reads that
+    event), before the death was even known."""
+    import multiprocessing
+    import threading
+
+    truth = _truth(dataset_dir)
+    with _loader(dataset_dir) as loader:
+        first = _take(loader, 0, truth)
+        old = loader._parts.dataloader
+        assert old is not None and old._iterator is not None
+        old_it, event = old._iterator, old._iterator._workers_done_event
+        holder = multiprocessing.get_context("fork").Process(
+            target=_hold_lock_and_die, args=(event,)
+        )
+        holder.start()
+        holder.join(10)
+        assert holder.exitcode == -signal.SIGKILL
+        assert not event._cond.acquire(True, 0.2)  # held for ever
+        os.kill(min(_pids(first)), signal.SIGKILL)
+        try:
+            second = _take(loader, 1, truth)
+            replaced = old_it._workers_done_event is not event
+        finally:  # a failure here must not hang the test's own clean-up on that lock
+            old_it._workers_done_event = threading.Event()
+        assert sorted(second["ids"]) == list(range(len(truth)))
+        assert replaced, "the replaced iterator kept the event whose lock the dead worker holds"
+        assert not _pids(second) & _pids(first)  # fresh workers: the survivor was frozen too
+        done = threading.Event()
+
+        def shutdown() -> None:
+            old_it._shutdown_workers()
+            done.set()
+
+        threading.Thread(target=shutdown, daemon=True).start()
+        assert done.wait(30), "the replaced iterator's shutdown did not end"

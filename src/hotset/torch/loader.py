@@ -732,7 +732,12 @@ class HotsetLoader(Checkpoints):
         as they would have without keeping. The workers are watched from here
         (:mod:`hotset.torch.workerdeath`).
         """
-        if dataloader.persistent_workers and self._watch.dead():
+        # A kept worker killed holding the lock of the iterator's "workers done" event
+        # (every worker polls it) would hang iter() itself: torch's reset finds the
+        # death and marks the worker unavailable, which reads that event. The lock is
+        # tried first (at once when free) and, if held, the iterator is given an event
+        # of its own and replaced, whether or not the death is known yet.
+        if dataloader.persistent_workers and (self._watch.unblock_shutdown() or self._watch.dead()):
             self._renew_kept_workers()
             assert self._parts.dataloader is not None
             dataloader = self._parts.dataloader
@@ -742,6 +747,7 @@ class HotsetLoader(Checkpoints):
         except Exception as exc:
             if not (dataloader.persistent_workers and self._watch.death_of(exc)):
                 raise
+            self._watch.unblock_shutdown()
             self._renew_kept_workers()
             assert self._parts.dataloader is not None
             self._seed_kept_workers(self._parts.dataloader)
