@@ -73,22 +73,27 @@ def test_grid_options_refuse_what_the_grid_cannot_run() -> None:
         TrainGridOptions(workload="digits", test_n=100)
 
 
+def _grids(tmp_path: Path, option: str, values: tuple[str, ...], *, seeds: str) -> list[Any]:
+    """The results of one tiny grid (one cell) run once per value of ``option``."""
+    args = ["bench", "traingrid", "--data-dir", str(tmp_path / "data"), "--synth-n", "300",
+            "--cache-fracs", "0.4", "--chunk-sizes", "16", "--seeds", seeds, "--epochs", "2",
+            "--compute-ms", "5", "--latency-ms", "10", "--json"]  # fmt: skip
+    docs = []
+    for value in values:
+        code, out = run_cli(*args, "--root", str(tmp_path / value), option, value)
+        assert code == 0, out
+        path = tmp_path / value / "benchmarks" / "results" / "traingrid.json"
+        docs.append(json.loads(path.read_text())["result"])
+    return docs
+
+
 def test_a_test_set_changes_what_accuracy_is_measured_on_and_nothing_read(
     tmp_path: Path,
 ) -> None:
     """``--test-n``: every run's modeled times, requests and bytes are those of the grid
     without it (the test set is never read through a cache); the curves are measured on
     the test set's samples, and the result says so."""
-    args = ["bench", "traingrid", "--data-dir", str(tmp_path / "data"), "--synth-n", "300",
-            "--cache-fracs", "0.4", "--chunk-sizes", "16", "--seeds", "0", "--epochs", "2",
-            "--compute-ms", "5", "--latency-ms", "10", "--json"]  # fmt: skip
-    docs = []
-    for test_n in ("0", "250"):
-        code, out = run_cli(*args, "--root", str(tmp_path / test_n), "--test-n", test_n)
-        assert code == 0, out
-        path = tmp_path / test_n / "benchmarks" / "results" / "traingrid.json"
-        docs.append(json.loads(path.read_text())["result"])
-    plain, tested = docs
+    plain, tested = _grids(tmp_path, "--test-n", ("0", "250"), seeds="0")
     assert (tmp_path / "data" / "synth-test-250").is_dir()
     keys = ("epoch_seconds", "requests_per_epoch", "bytes_read_over_trained",
             "unique_ids_trained_per_epoch")  # fmt: skip
@@ -134,16 +139,7 @@ def test_a_row_is_behind_only_where_the_paired_interval_is_above_zero() -> None:
 
 
 def test_runs_in_processes_give_the_figures_of_one_process(tmp_path: Path) -> None:
-    args = ["bench", "traingrid", "--data-dir", str(tmp_path / "data"), "--synth-n", "300",
-            "--cache-fracs", "0.4", "--chunk-sizes", "16", "--seeds", "0,1", "--epochs", "2",
-            "--compute-ms", "5", "--latency-ms", "10", "--json"]  # fmt: skip
-    docs = []
-    for jobs in ("1", "2"):
-        code, out = run_cli(*args, "--root", str(tmp_path / jobs), "--jobs", jobs)
-        assert code == 0, out
-        path = tmp_path / jobs / "benchmarks" / "results" / "traingrid.json"
-        docs.append(json.loads(path.read_text())["result"])
-    one, two = docs
+    one, two = _grids(tmp_path, "--jobs", ("1", "2"), seeds="0,1")
     assert one["runs"] == two["runs"] and one["table"] == two["table"]
     assert two["params"]["jobs"] == 2
     scout = next(r for r in two["table"] if r["system"] == "scout")

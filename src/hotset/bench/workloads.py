@@ -135,7 +135,7 @@ def test_set_dir(name: str, *, data_dir: Path, n: int, progress: bool = False) -
     real benchmark's test set is clean; ``synth-noisy``'s keeps its long tail of easy
     samples. It is never read through a cache, so it changes no read of a run.
     """
-    from hotset.data import Manifest, SynthConfig, make_synth
+    from hotset.data import SynthConfig, make_synth
 
     if name not in TEST_SET_WORKLOADS:
         raise HotsetError(
@@ -145,16 +145,25 @@ def test_set_dir(name: str, *, data_dir: Path, n: int, progress: bool = False) -
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise HotsetError(f"--test-n: must be a positive integer, got {n!r}")
     path = data_dir / f"{name}-test-{n}"
-    if path.is_dir():
-        try:
-            if len(Manifest.load(path)) == n:
-                return path
-        except HotsetError:
-            pass
+    if _holds(path, n):
+        return path
     easy = EASY_SHARE if name == "synth-noisy" else 0.0
     cfg = SynthConfig(n=n, seed=0, noise=0.0, easy=easy, draw=TEST_DRAW)
     make_synth(path, cfg, force=True, progress=progress)
     return path
+
+
+def _holds(path: Path, n: int) -> bool:
+    """Whether ``path`` is a data set of ``n`` samples already written (reused then); a
+    missing or unreadable one is made again."""
+    from hotset.data import Manifest
+
+    if not path.is_dir():
+        return False
+    try:
+        return len(Manifest.load(path)) == n
+    except HotsetError:
+        return False
 
 
 def _linked(source: Path, path: Path, *, progress: bool) -> Path:
@@ -166,12 +175,8 @@ def _linked(source: Path, path: Path, *, progress: bool) -> Path:
     from hotset.data.split import subset_dataset
 
     n = len(Manifest.load(source))
-    if path.is_dir():
-        try:
-            if len(Manifest.load(path)) == n:
-                return path
-        except HotsetError:
-            pass
+    if _holds(path, n):
+        return path
     subset_dataset(source, path, np.arange(n), force=True, progress=progress)
     return path
 
@@ -192,7 +197,7 @@ def ensure_packed(
 
 
 def _generated(name: str, *, data_dir: Path, synth_n: int, imagenet_n: int, progress: bool) -> Path:
-    from hotset.data import Manifest, SynthConfig, make_digits, make_synth
+    from hotset.data import SynthConfig, make_digits, make_synth
 
     if name in LABEL_SORTED:
         return _label_sorted(
@@ -212,12 +217,8 @@ def _generated(name: str, *, data_dir: Path, synth_n: int, imagenet_n: int, prog
         path, expected = data_dir / "digits", 1797
     else:
         raise HotsetError(f"unknown workload {name!r}; choose from {', '.join(WORKLOADS)}")
-    if path.is_dir():
-        try:
-            if len(Manifest.load(path)) == expected:
-                return path
-        except HotsetError:
-            pass
+    if _holds(path, expected):
+        return path
     if name == "synth":
         make_synth(path, SynthConfig(n=synth_n, seed=0), force=True, progress=progress)
     elif name == "synth-noisy":
@@ -241,12 +242,8 @@ def _label_sorted(path: Path, source: Path, *, progress: bool) -> Path:
     from hotset.data.split import subset_dataset
 
     manifest = Manifest.load(source)
-    if path.is_dir():
-        try:
-            if len(Manifest.load(path)) == len(manifest):
-                return path
-        except HotsetError:
-            pass
+    if _holds(path, len(manifest)):
+        return path
     ids = np.argsort(np.asarray(manifest.labels), kind="stable")
     subset_dataset(source, path, ids, force=True, progress=progress)
     return path
