@@ -58,6 +58,18 @@ def test_synth_then_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert lines[2].startswith("FAILED")
 
 
+def test_synth_draw_writes_another_draw_of_the_same_classes(tmp_path: Path) -> None:
+    """``--draw 1 --noise 0``: a clean test set (other samples, no flipped label), the draw
+    recorded in dataset.json; without ``--draw`` the set of draw 0."""
+    base = ["data", "synth", "--n", "40", "--image-size", "8", "--seed", "2", "-q"]
+    assert _exit_code([*base, "--out", str(tmp_path / "a")]) == 0
+    assert _exit_code([*base, "--out", str(tmp_path / "b"), "--draw", "1", "--noise", "0"]) == 0
+    a, b = Manifest.load(tmp_path / "a"), Manifest.load(tmp_path / "b")
+    assert not set(a.hashes) & set(b.hashes)
+    assert b.meta["synth"]["draw"] == 1 and "draw" not in a.meta["synth"]
+    assert not SynthTruth.load(tmp_path / "b").flipped.any()
+
+
 def test_synth_refuses_non_empty_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "x.txt").write_text("x")
     assert _exit_code(["data", "synth", "--out", str(tmp_path), "--n", "3", "-q"]) == 2
@@ -73,6 +85,7 @@ def test_synth_refuses_non_empty_out(tmp_path: Path, capsys: pytest.CaptureFixtu
         (["--noise", "1.5"], "--noise"),
         (["--image-size", "3"], "--image-size"),
         (["--classes", "1"], "--classes"),
+        (["--draw", "-1"], "--draw"),
     ],
 )
 def test_synth_bad_values_exit_2(

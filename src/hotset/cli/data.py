@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -43,7 +43,7 @@ def data() -> None:
     "test set of the task draw 0 trains on.",
 )
 @click.option(
-    "--format", "fmt", default="png", show_default=True, type=click.Choice(["png", "jpeg", "npy"])
+    "--format", default="png", show_default=True, type=click.Choice(["png", "jpeg", "npy"])
 )
 @click.option("--channels", default=3, show_default=True, type=click.Choice(["1", "3"]))
 @click.option(
@@ -56,21 +56,7 @@ def data() -> None:
 )
 @click.option("--force", is_flag=True, help="Replace a non-empty --out.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def synth(
-    out: str,
-    n: int,
-    image_size: int,
-    classes: int,
-    noise: float,
-    easy: float,
-    seed: int,
-    draw: int,
-    fmt: str,
-    channels: str,
-    sizes: str,
-    force: bool,
-    quiet: bool,
-) -> None:
+def synth(out: str, force: bool, quiet: bool, **config: Any) -> None:
     """A learnable synthetic image dataset with easy, hard and mislabeled samples.
 
     Per-sample difficulty, confuser class, shift and label flips are saved in
@@ -78,18 +64,8 @@ def synth(
     """
     from hotset.data.synth import SynthConfig, make_synth
 
-    cfg = SynthConfig(
-        n=n,
-        image_size=image_size,
-        classes=classes,
-        noise=noise,
-        easy=easy,
-        seed=seed,
-        draw=draw,
-        format=fmt,
-        channels=int(channels),
-        sizes=sizes,
-    )
+    # every other option is a SynthConfig field of the same name (channels as a choice)
+    cfg = SynthConfig(**{**config, "channels": int(config["channels"])})
     start = time.perf_counter()
     manifest = make_synth(out, cfg, force=force, progress=not quiet)
     click.echo(
