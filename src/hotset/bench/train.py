@@ -126,6 +126,12 @@ def check_seeds(seeds: Sequence[int]) -> None:
 #: ``--data-dir``'s metadata (the train suites share it): where the workloads are
 #: generated once and reused
 DATA_DIR = cli(type=click.Path(file_okay=False, path_type=Path))
+#: ``--test-n``'s metadata (the train suites share it too)
+TEST_N = cli(
+    "Measure accuracy on a clean test set of N samples drawn apart from the workload "
+    "(synth, synth-noisy; 0: the held-out split); reads and orders are unchanged.",
+    type=click.IntRange(min=0),
+)
 
 
 @dataclass(frozen=True)
@@ -193,14 +199,7 @@ class TrainOptions:
     )
     synth_n: int = field(default=20_000, metadata=cli(type=click.IntRange(min=200)))
     data_dir: Path = field(default=DEFAULT_DATA_DIR, metadata=DATA_DIR)
-    test_n: int = field(
-        default=0,
-        metadata=cli(
-            "Measure accuracy on a clean test set of N samples drawn apart from each "
-            "workload (synth, synth-noisy; 0: the held-out split); reads are unchanged.",
-            type=click.IntRange(min=0),
-        ),
-    )
+    test_n: int = field(default=0, metadata=TEST_N)
 
     def __post_init__(self) -> None:
         """A negative seed, an unknown system or a test set a workload cannot have fails
@@ -230,6 +229,8 @@ def run(
     bar = tqdm(cells, desc="train", unit="run", file=sys.stderr, disable=not progress)
     targets: dict[tuple[str, int], float] = {}
     packed = needs_chunks(opts.systems)
+    tests = {w: test_set_dir(w, data_dir=opts.data_dir, n=opts.test_n, progress=progress)
+             for w in opts.workloads if opts.test_n}  # fmt: skip
     for workload, seed, system in bar:
         bar.set_postfix_str(f"{workload} seed {seed} {system}")
         dataset = workload_dir(
@@ -240,10 +241,7 @@ def run(
             packed=packed,
             chunk_size=opts.chunk_size,
         )
-        test = None
-        if opts.test_n:
-            test = test_set_dir(workload, data_dir=opts.data_dir, n=opts.test_n, progress=progress)
-        result = _train_one(opts, store, system, dataset, seed, test)
+        result = _train_one(opts, store, system, dataset, seed, tests.get(workload))
         if system == BASELINE:
             targets[(workload, seed)] = result["totals"]["final_val_accuracy"]
         runs.append(_run_row(workload, seed, system, result, targets[(workload, seed)]))

@@ -50,7 +50,7 @@ import numpy as np
 
 from hotset import options as typed
 from hotset.bench.paired import paired
-from hotset.bench.train import BASELINE, DATA_DIR, check_seeds, time_to_target
+from hotset.bench.train import BASELINE, DATA_DIR, TEST_N, check_seeds, time_to_target
 from hotset.bench.workloads import (
     DEFAULT_DATA_DIR,
     accuracy_note,
@@ -270,14 +270,7 @@ class TrainGridOptions:
             type=click.IntRange(min=1),
         ),
     )
-    test_n: int = field(
-        default=0,
-        metadata=cli(
-            "Measure accuracy on a clean test set of N samples drawn apart from the data "
-            "set (0: the held-out split); reads and orders are unchanged.",
-            type=click.IntRange(min=0),
-        ),
-    )
+    test_n: int = field(default=0, metadata=TEST_N)
 
     def __post_init__(self) -> None:
         """A cache share, chunk size, seed or system the grid cannot run fails before any

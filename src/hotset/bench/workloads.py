@@ -137,12 +137,8 @@ def test_set_dir(name: str, *, data_dir: Path, n: int, progress: bool = False) -
     """
     from hotset.data import SynthConfig, make_synth
 
-    if name not in TEST_SET_WORKLOADS:
-        raise HotsetError(
-            f"--test-n: workload {name!r} has no test set (a generator draws one for "
-            f"{', '.join(TEST_SET_WORKLOADS)} only)"
-        )
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    check_test_n(n, [name])
+    if n < 1:
         raise HotsetError(f"--test-n: must be a positive integer, got {n!r}")
     path = data_dir / f"{name}-test-{n}"
     if _holds(path, n):

@@ -192,13 +192,19 @@ class _TestSet:
     labels: npt.NDArray[np.int64]
 
 
+def _check_exists(path: str, what: str) -> None:
+    """A local data set path that is not there is refused by name, before any work (a
+    URL is left to its store)."""
+    if "://" not in path and not Path(path).exists():
+        raise HotsetError(f"{what} {path!r} does not exist")
+
+
 def _open_test(path: str, num_classes: int) -> _TestSet:
     """``path`` opened as a test set: it exists, every sample is labeled, and its labels
     are classes the training set has (a test of other classes would measure nothing)."""
     from hotset.data import open_dataset
 
-    if "://" not in path and not Path(path).is_dir():
-        raise HotsetError(f"test_dataset {path!r} does not exist")
+    _check_exists(path, "test_dataset")
     manifest, store = open_dataset(path)
     labels = _labels(manifest, path)
     if len(labels) == 0:
@@ -218,8 +224,7 @@ def _prepare(opts: LiveOptions) -> _Run:
     system = opts.system if choice is None else choice.system
     system, options = resolve_system(system, opts.options, source="options")
     _check_cache_frac(system, opts.cache_frac)
-    if "://" not in str(opts.dataset) and not Path(opts.dataset).exists():
-        raise HotsetError(f"dataset {str(opts.dataset)!r} does not exist")
+    _check_exists(str(opts.dataset), "dataset")
     _check_device(opts.device)
 
     from hotset.data import open_dataset

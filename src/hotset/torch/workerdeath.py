@@ -133,8 +133,9 @@ class WorkerWatch:
         return [_describe(w.pid, w.exitcode) for w in self._workers if w.exitcode not in (None, 0)]
 
     def unblock_shutdown(self) -> bool:
-        """After a death: let the iterator's shutdown end even if the dead worker held the
-        lock of its "workers done" event; True if the event had to be replaced.
+        """After a death, or before kept workers start another epoch: let the iterator's
+        shutdown (and reset) end even if a dead worker held the lock of its "workers done"
+        event; True if the event had to be replaced.
 
         Every worker polls that ``multiprocessing.Event`` (taking its lock for an
         instant), and torch's shutdown sets it first. A worker SIGKILLed inside that
