@@ -13,7 +13,7 @@ from budget_support import check_budget
 from hotset.engine.budget import Budget
 from hotset.engine.outcome import Outcome
 from hotset.engine.planner import Planner
-from hotset.policies.scout.rounds import RoundPlan, ScoutRounds, arrange
+from hotset.policies.scout.rounds import RoundPlan, ScoutRounds, arrange, cuts_for
 from hotset.systems.registry import build_system
 from layout_support import make_layout
 
@@ -143,6 +143,40 @@ def test_arrange_keeps_the_ids_packs_rounds_within_the_stock_and_is_seeded() -> 
         # ...and every piece's first member among the round's first places: its requests
         # come together
         assert set(chunk_of[members[: len(pieces)]].tolist()) == set(pieces)
+
+
+@pytest.mark.parametrize(
+    ("weight", "stock", "pieces"),
+    [
+        (200, 300, 2),  # whole: 1 a round (200); halves: 3 a round (300)
+        (230, 450, 2),  # the grid's 10% / 256 cell: 230 a round whole, 345 in halves
+        (256, 225, 5),  # over the stock: 2 pieces hold 128 a round, 5 hold 4 x 51
+        (58, 225, 1),  # 3 whole pieces (174) beat 4 halves (116)
+        (256, 1024, 1),  # lanes whole chunks fit: one request a chunk
+        (10, 5, 2),  # over the stock by a little: the fewest that fit
+    ],
+)
+def test_cuts_for_is_the_fewest_pieces_that_fill_a_round_the_most(
+    weight: float, stock: float, pieces: int
+) -> None:
+    assert cuts_for(weight, stock=stock, lanes=4) == pieces
+
+
+def test_a_stock_of_under_two_chunks_holds_several_pieces_a_round() -> None:
+    """A cache of 1.5 chunks: whole chunks would be one request a round; halves put
+    three in each round and read every member once."""
+    sizes = np.full(200, 10, dtype=np.int64)
+    layout = make_layout(sizes, 20, seed=1)  # chunks of 200 bytes
+    plan = RoundPlan.size(layout, Budget(capacity_bytes=300, sizes=sizes), lanes=4, seed=0)
+    assert plan.stock == 300 and not plan.static
+    ids = np.arange(200)
+    chunk_of = np.asarray(layout.chunk_of)
+    order, ends = arrange(ids, chunk_of=chunk_of, plan=plan, rng=np.random.default_rng(3))
+    assert sorted(order.tolist()) == list(range(200))
+    rounds = [order[ends == end] for end in np.unique(ends).tolist()]
+    assert all(10 * len(members) <= plan.stock for members in rounds)
+    # 10 chunks: whole, 10 rounds of one; in 20 halves of 10 ids, 3 a round (the last 2)
+    assert sorted(len(members) for members in rounds) == [20] + [30] * 6
 
 
 def test_decisions_resume_exactly_from_an_epoch_boundary() -> None:

@@ -16,7 +16,8 @@ together, and a cache of any size reads each chunk once:
 * **Pieces.** The selected ids of one chunk are one *piece*, read by ONE ranged
   request of the chunk's file (only those members' bytes). A chunk's selected
   members that do not fit the stock are cut into pieces that do (a small cache,
-  large chunks).
+  large chunks), and into as many as put the most in a round (:func:`cuts_for`):
+  a stock of under two chunks would otherwise hold one piece a round.
 * **Rounds.** Pieces are dealt in a seeded order and packed into *rounds* of at
   most ``lanes`` pieces (the store's requests in flight) and the stock's bytes. A
   round begins with one member of each of its pieces, then the rest of its members
@@ -164,10 +165,31 @@ def _pieces(stream: IntArray, chunks: IntArray, plan: RoundPlan) -> list[IntArra
     cuts = np.flatnonzero(np.diff(chunks[by_chunk])) + 1
     out: list[IntArray] = []
     for part in np.split(stream[by_chunk], cuts):
-        weight = float(plan.weights[part].sum())
-        k = max(1, math.ceil(weight / plan.stock - 1e-9))
+        k = cuts_for(float(plan.weights[part].sum()), stock=plan.stock, lanes=plan.lanes)
         out += [p for p in np.array_split(part, k) if len(p)]
     return out
+
+
+def cuts_for(weight: float, *, stock: float, lanes: int) -> int:
+    """How many pieces a chunk's selected members of ``weight`` are cut into: the
+    fewest that put the most in a round.
+
+    A round pays one latency for what its pieces hold, so what a round holds decides
+    an epoch's latencies. Pieces of ``weight / k`` fill a round with
+    ``min(lanes, floor(stock k / weight))`` of them. Whole chunks are best whenever
+    ``lanes`` of them fit the stock (a cache of ``lanes`` chunks or more: one request
+    a chunk). But a stock of under two chunks holds one whole piece a round, a latency
+    for one chunk's members; cut in two, three halves fit (issue #43: a 10% cache,
+    chunks of 256).
+    """
+    least = max(1, math.ceil(weight / stock - 1e-9))
+    most = max(least, math.ceil(lanes * weight / stock - 1e-9))
+    best, held = least, 0.0
+    for k in range(least, most + 1):
+        fits = min(lanes, math.floor(stock * k / weight + 1e-9)) if weight > 0 else lanes
+        if fits * weight / k > held + 1e-9:
+            best, held = k, fits * weight / k
+    return best
 
 
 class ScoutRounds(Scout):
@@ -275,4 +297,4 @@ class ScoutRounds(Scout):
             self._pinned = {s for s in self._resident if self._static(int(chunk_of[s]))}
 
 
-__all__ = ["LANES", "RoundPlan", "ScoutRounds", "arrange"]
+__all__ = ["LANES", "RoundPlan", "ScoutRounds", "arrange", "cuts_for"]
