@@ -182,11 +182,14 @@ def cuts_for(weight: float, *, stock: float, lanes: int) -> int:
     for one chunk's members; cut in two, three halves fit (issue #43: a 10% cache,
     chunks of 256).
     """
+    if weight <= 0:
+        return 1
     least = max(1, math.ceil(weight / stock - 1e-9))
-    most = max(least, math.ceil(lanes * weight / stock - 1e-9))
+    # past `most` pieces, lanes of them fit and each more cut only shrinks the round
+    most = math.ceil(lanes * weight / stock - 1e-9)
     best, held = least, 0.0
     for k in range(least, most + 1):
-        fits = min(lanes, math.floor(stock * k / weight + 1e-9)) if weight > 0 else lanes
+        fits = min(lanes, math.floor(stock * k / weight + 1e-9))
         if fits * weight / k > held + 1e-9:
             best, held = k, fits * weight / k
     return best
